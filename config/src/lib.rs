@@ -1,0 +1,383 @@
+//! Sluice's broker configuration.
+//!
+//! Settings carry Apache Kafka's own names (`log.segment.bytes`, `num.partitions`, …) so an
+//! operator's `server.properties` knowledge carries over. The file format is TOML; because a
+//! plain dotted TOML key (`log.segment.bytes = 1`) is a nested table, the loader flattens tables
+//! back into dotted names, so both that form and the quoted form (`"log.segment.bytes" = 1`) work.
+//! Every key must be known: a typo is an error at start, never a silently ignored setting.
+//!
+//! The single-node default (`config/sluice.toml`) is embedded in the binary; a user file and
+//! `--override key=value` pairs are applied on top of it, in that order.
+
+mod settings;
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+pub use settings::SETTINGS;
+
+/// The embedded single-node default configuration (`config/sluice.toml`).
+pub const DEFAULT_TOML: &str = include_str!("../sluice.toml");
+
+/// Errors found while reading or checking the configuration.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// The file could not be read.
+    #[error("cannot read config file {path}: {source}")]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The TOML did not parse.
+    #[error("config {origin} is not valid TOML: {message}")]
+    Parse {
+        /// Where the text came from.
+        origin: String,
+        /// The parser's message.
+        message: String,
+    },
+    /// A key that no setting has.
+    #[error("unknown setting '{key}' in {origin} (the settings Sluice knows are listed by `sluice --help-config` and in config/README.md)")]
+    UnknownKey {
+        /// The key as written.
+        key: String,
+        /// Where it came from.
+        origin: String,
+    },
+    /// A known key with a value of the wrong type or range.
+    #[error("invalid value for '{key}' in {origin}: {message}")]
+    InvalidValue {
+        /// The key.
+        key: String,
+        /// Where it came from.
+        origin: String,
+        /// What is wrong.
+        message: String,
+    },
+    /// An `--override` that is not `key=value`.
+    #[error("--override expects key=value, got '{0}'")]
+    BadOverride(String),
+}
+
+/// A role this process plays (`process.roles`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ProcessRole {
+    /// Serves clients and hosts partitions.
+    Broker,
+    /// Votes in the controller quorum and keeps the metadata log.
+    Controller,
+}
+
+/// One entry of `listeners`, e.g. `PLAINTEXT://127.0.0.1:9092`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Listener {
+    /// The listener name (`PLAINTEXT`).
+    pub name: String,
+    /// Host to bind (and to advertise unless `advertised.listeners` says otherwise).
+    pub host: String,
+    /// TCP port.
+    pub port: u16,
+}
+
+impl Listener {
+    /// The address to bind.
+    pub fn socket_addr(&self) -> Result<SocketAddr, String> {
+        let host = if self.host.is_empty() {
+            "0.0.0.0"
+        } else {
+            &self.host
+        };
+        let text = if host.contains(':') {
+            format!("[{host}]:{}", self.port)
+        } else {
+            format!("{host}:{}", self.port)
+        };
+        text.parse()
+            .map_err(|e| format!("listener address '{text}': {e}"))
+    }
+}
+
+/// The whole broker configuration, typed. Field names are Kafka's setting names with dots
+/// replaced by underscores; Sluice's own settings start with `sluice_`.
+#[derive(Clone, Debug)]
+pub struct BrokerConfig {
+    /// `node.id`.
+    pub node_id: i32,
+    /// `process.roles`.
+    pub process_roles: Vec<ProcessRole>,
+    /// `listeners`.
+    pub listeners: Vec<Listener>,
+    /// `advertised.listeners`; empty means "same as listeners".
+    pub advertised_listeners: Vec<Listener>,
+    /// `socket.request.max.bytes`: the largest request frame accepted.
+    pub socket_request_max_bytes: u32,
+    /// `log.dirs` (one directory).
+    pub log_dirs: PathBuf,
+    /// `log.segment.bytes`.
+    pub log_segment_bytes: u64,
+    /// `log.index.interval.bytes`.
+    pub log_index_interval_bytes: u32,
+    /// `message.max.bytes`: the largest record batch accepted.
+    pub message_max_bytes: u32,
+    /// `log.flush.interval.messages`; None: never forced.
+    pub log_flush_interval_messages: Option<u64>,
+    /// `log.flush.interval.ms`; None: never forced.
+    pub log_flush_interval_ms: Option<u64>,
+    /// `num.partitions`: partitions of an auto-created topic, or of CreateTopics with -1.
+    pub num_partitions: i32,
+    /// `default.replication.factor`.
+    pub default_replication_factor: i16,
+    /// `auto.create.topics.enable`.
+    pub auto_create_topics_enable: bool,
+    /// `delete.topic.enable`.
+    pub delete_topic_enable: bool,
+    /// `sluice.broker.partitions.max`: bound on hosted partitions (each costs files and memory).
+    pub sluice_broker_partitions_max: usize,
+    /// `sluice.shards`: data shards; 0 means one per core.
+    pub sluice_shards: usize,
+    /// `sluice.controller.dedicated.core`.
+    pub sluice_controller_dedicated_core: bool,
+    /// `sluice.spin.before.park.us`.
+    pub sluice_spin_before_park_us: u64,
+    /// `sluice.shard.channel.capacity`: bound of each cross-shard channel.
+    pub sluice_shard_channel_capacity: usize,
+}
+
+impl BrokerConfig {
+    /// The embedded default configuration.
+    pub fn default_single_node() -> BrokerConfig {
+        let mut config = BrokerConfig::empty();
+        config
+            .apply_toml(DEFAULT_TOML, "the embedded default config")
+            .expect("the embedded default config is valid (checked by a unit test)");
+        config
+    }
+
+    /// Loads the default, then `file` (if any), then the `key=value` overrides.
+    pub fn load(file: Option<&Path>, overrides: &[String]) -> Result<BrokerConfig, ConfigError> {
+        let mut config = BrokerConfig::default_single_node();
+        if let Some(path) = file {
+            let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+                path: path.to_path_buf(),
+                source,
+            })?;
+            config.apply_toml(&text, &path.display().to_string())?;
+        }
+        for item in overrides {
+            config.apply_override(item)?;
+        }
+        Ok(config)
+    }
+
+    /// Applies one `key=value` override; the value is read as TOML, or as a string when it
+    /// is not valid TOML (so `--override log.dirs=/tmp/x` needs no quotes).
+    pub fn apply_override(&mut self, item: &str) -> Result<(), ConfigError> {
+        let (key, raw) = item
+            .split_once('=')
+            .ok_or_else(|| ConfigError::BadOverride(item.to_string()))?;
+        let value = parse_override_value(raw.trim());
+        self.set(key.trim(), &value, "--override")
+    }
+
+    /// Applies every setting of a TOML text.
+    pub fn apply_toml(&mut self, text: &str, origin: &str) -> Result<(), ConfigError> {
+        let table: toml::Table = text
+            .parse()
+            .map_err(|e: toml::de::Error| ConfigError::Parse {
+                origin: origin.to_string(),
+                message: e.to_string(),
+            })?;
+        let mut flat = BTreeMap::new();
+        flatten("", &toml::Value::Table(table), &mut flat);
+        for (key, value) in &flat {
+            self.set(key, value, origin)?;
+        }
+        Ok(())
+    }
+
+    /// Sets one setting by its Kafka name.
+    pub fn set(&mut self, key: &str, value: &toml::Value, origin: &str) -> Result<(), ConfigError> {
+        let setting =
+            SETTINGS
+                .iter()
+                .find(|s| s.name == key)
+                .ok_or_else(|| ConfigError::UnknownKey {
+                    key: key.to_string(),
+                    origin: origin.to_string(),
+                })?;
+        (setting.apply)(self, value).map_err(|message| ConfigError::InvalidValue {
+            key: key.to_string(),
+            origin: origin.to_string(),
+            message,
+        })
+    }
+
+    /// Whether this process runs the broker role.
+    pub fn is_broker(&self) -> bool {
+        self.process_roles.contains(&ProcessRole::Broker)
+    }
+
+    /// The listeners clients are told about.
+    pub fn advertised(&self) -> &[Listener] {
+        if self.advertised_listeners.is_empty() {
+            &self.listeners
+        } else {
+            &self.advertised_listeners
+        }
+    }
+
+    fn empty() -> BrokerConfig {
+        BrokerConfig {
+            node_id: 1,
+            process_roles: vec![ProcessRole::Broker, ProcessRole::Controller],
+            listeners: Vec::new(),
+            advertised_listeners: Vec::new(),
+            socket_request_max_bytes: 104_857_600,
+            log_dirs: PathBuf::from("./data"),
+            log_segment_bytes: 1 << 30,
+            log_index_interval_bytes: 4096,
+            message_max_bytes: 1_048_588,
+            log_flush_interval_messages: None,
+            log_flush_interval_ms: None,
+            num_partitions: 1,
+            default_replication_factor: 1,
+            auto_create_topics_enable: true,
+            delete_topic_enable: true,
+            sluice_broker_partitions_max: 100_000,
+            sluice_shards: 0,
+            sluice_controller_dedicated_core: false,
+            sluice_spin_before_park_us: 100,
+            sluice_shard_channel_capacity: 1024,
+        }
+    }
+}
+
+/// Turns nested TOML tables into dotted keys: `{log: {segment: {bytes: 1}}}` → `log.segment.bytes`.
+fn flatten(prefix: &str, value: &toml::Value, out: &mut BTreeMap<String, toml::Value>) {
+    match value {
+        toml::Value::Table(table) => {
+            for (key, inner) in table {
+                let name = if prefix.is_empty() {
+                    key.clone()
+                } else {
+                    format!("{prefix}.{key}")
+                };
+                flatten(&name, inner, out);
+            }
+        }
+        other => {
+            out.insert(prefix.to_string(), other.clone());
+        }
+    }
+}
+
+fn parse_override_value(raw: &str) -> toml::Value {
+    let probe = format!("v = {raw}");
+    match probe.parse::<toml::Table>() {
+        Ok(mut table) => table
+            .remove("v")
+            .unwrap_or_else(|| toml::Value::String(raw.to_string())),
+        Err(_) => toml::Value::String(raw.to_string()),
+    }
+}
+
+/// Parses Kafka's listener list syntax: `NAME://host:port[,NAME://host:port]`.
+pub fn parse_listeners(text: &str) -> Result<Vec<Listener>, String> {
+    text.split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(parse_listener)
+        .collect()
+}
+
+fn parse_listener(text: &str) -> Result<Listener, String> {
+    let (name, rest) = text
+        .split_once("://")
+        .ok_or_else(|| format!("'{text}' is not NAME://host:port"))?;
+    let (host, port) = rest
+        .rsplit_once(':')
+        .ok_or_else(|| format!("'{text}' has no port"))?;
+    let port: u16 = port
+        .parse()
+        .map_err(|_| format!("'{text}' has an invalid port"))?;
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    Ok(Listener {
+        name: name.to_string(),
+        host: host.to_string(),
+        port,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn embedded_default_is_valid() {
+        let config = BrokerConfig::default_single_node();
+        assert_eq!(config.listeners.len(), 1);
+        assert_eq!(config.listeners[0].port, 9092);
+        assert_eq!(config.listeners[0].host, "127.0.0.1");
+        assert_eq!(config.log_dirs, PathBuf::from("./data"));
+        assert!(config.auto_create_topics_enable);
+        assert_eq!(config.log_flush_interval_messages, None);
+    }
+
+    #[test]
+    fn dotted_and_quoted_keys_mean_the_same() {
+        let mut a = BrokerConfig::default_single_node();
+        a.apply_toml("log.segment.bytes = 1048576", "a").unwrap();
+        let mut b = BrokerConfig::default_single_node();
+        b.apply_toml("\"log.segment.bytes\" = 1048576", "b")
+            .unwrap();
+        assert_eq!(a.log_segment_bytes, 1_048_576);
+        assert_eq!(b.log_segment_bytes, 1_048_576);
+    }
+
+    #[test]
+    fn unknown_key_is_rejected_with_its_name() {
+        let mut config = BrokerConfig::default_single_node();
+        let err = config
+            .apply_toml("log.segmnt.bytes = 1", "test.toml")
+            .unwrap_err();
+        let text = err.to_string();
+        assert!(text.contains("log.segmnt.bytes"), "{text}");
+        assert!(text.contains("test.toml"), "{text}");
+    }
+
+    #[test]
+    fn wrong_type_is_rejected() {
+        let mut config = BrokerConfig::default_single_node();
+        assert!(config.apply_toml("num.partitions = \"many\"", "t").is_err());
+        assert!(config.apply_toml("num.partitions = 0", "t").is_err());
+        assert!(config.apply_toml("num.partitions = 3", "t").is_ok());
+        assert_eq!(config.num_partitions, 3);
+    }
+
+    #[test]
+    fn overrides_take_bare_strings_and_toml_values() {
+        let mut config = BrokerConfig::default_single_node();
+        config.apply_override("log.dirs=/tmp/sluice-x").unwrap();
+        config.apply_override("sluice.shards=4").unwrap();
+        config
+            .apply_override("listeners=PLAINTEXT://127.0.0.1:19092")
+            .unwrap();
+        assert_eq!(config.log_dirs, PathBuf::from("/tmp/sluice-x"));
+        assert_eq!(config.sluice_shards, 4);
+        assert_eq!(config.listeners[0].port, 19092);
+        assert!(config.apply_override("nonsense").is_err());
+    }
+
+    #[test]
+    fn every_setting_has_a_doc_and_a_unique_name() {
+        for (i, a) in SETTINGS.iter().enumerate() {
+            assert!(!a.doc.is_empty(), "{} has no doc", a.name);
+            for b in &SETTINGS[i + 1..] {
+                assert_ne!(a.name, b.name);
+            }
+        }
+    }
+}

@@ -1,0 +1,235 @@
+//! The table of every setting Sluice knows: its Kafka name, what it means, and how it is applied.
+
+use std::path::PathBuf;
+
+use crate::{parse_listeners, BrokerConfig, ProcessRole};
+
+/// One known setting.
+pub struct Setting {
+    /// Kafka's name (or `sluice.*` for Sluice's own).
+    pub name: &'static str,
+    /// One line on what it does.
+    pub doc: &'static str,
+    /// Applies a TOML value to the config.
+    pub apply: fn(&mut BrokerConfig, &toml::Value) -> Result<(), String>,
+}
+
+/// Every setting, in the order `sluice --help-config` prints them.
+pub static SETTINGS: &[Setting] = &[
+    Setting {
+        name: "node.id",
+        doc: "Id of this node in the cluster.",
+        apply: |c, v| {
+            c.node_id = int_in(v, 0, i32::MAX as i64)? as i32;
+            Ok(())
+        },
+    },
+    Setting {
+        name: "process.roles",
+        doc: "Roles of this process: \"broker\", \"controller\" or \"broker,controller\".",
+        apply: |c, v| {
+            c.process_roles = roles(v)?;
+            Ok(())
+        },
+    },
+    Setting {
+        name: "listeners",
+        doc: "Listeners to bind, NAME://host:port, comma-separated.",
+        apply: |c, v| {
+            c.listeners = parse_listeners(string(v)?)?;
+            if c.listeners.is_empty() {
+                return Err("at least one listener is needed".into());
+            }
+            Ok(())
+        },
+    },
+    Setting {
+        name: "advertised.listeners",
+        doc: "Listeners given to clients in Metadata; default: listeners.",
+        apply: |c, v| {
+            c.advertised_listeners = parse_listeners(string(v)?)?;
+            Ok(())
+        },
+    },
+    Setting {
+        name: "socket.request.max.bytes",
+        doc: "Largest request frame accepted; a larger one closes the connection.",
+        apply: |c, v| {
+            c.socket_request_max_bytes = int_in(v, 1024, i32::MAX as i64)? as u32;
+            Ok(())
+        },
+    },
+    Setting {
+        name: "log.dirs",
+        doc: "Directory holding partition logs and metadata.",
+        apply: |c, v| {
+            let text = string(v)?;
+            if text.contains(',') {
+                return Err("only one log directory is supported".into());
+            }
+            c.log_dirs = PathBuf::from(text);
+            Ok(())
+        },
+    },
+    Setting {
+        name: "log.segment.bytes",
+        doc: "Size at which a log segment is rolled.",
+        apply: |c, v| {
+            c.log_segment_bytes = int_in(v, 14, i32::MAX as i64)? as u64;
+            Ok(())
+        },
+    },
+    Setting {
+        name: "log.index.interval.bytes",
+        doc: "Bytes of log between two offset index entries.",
+        apply: |c, v| {
+            c.log_index_interval_bytes = int_in(v, 0, i32::MAX as i64)? as u32;
+            Ok(())
+        },
+    },
+    Setting {
+        name: "message.max.bytes",
+        doc: "Largest record batch accepted (topic override: max.message.bytes).",
+        apply: |c, v| {
+            c.message_max_bytes = int_in(v, 0, i32::MAX as i64)? as u32;
+            Ok(())
+        },
+    },
+    Setting {
+        name: "log.flush.interval.messages",
+        doc: "fsync after this many messages; unset: never forced (1 = every append).",
+        apply: |c, v| {
+            c.log_flush_interval_messages = Some(int_in(v, 1, i64::MAX)? as u64);
+            Ok(())
+        },
+    },
+    Setting {
+        name: "log.flush.interval.ms",
+        doc: "fsync when data has been unflushed this long; unset: never forced.",
+        apply: |c, v| {
+            c.log_flush_interval_ms = Some(int_in(v, 0, i64::MAX)? as u64);
+            Ok(())
+        },
+    },
+    Setting {
+        name: "num.partitions",
+        doc: "Partitions of an auto-created topic.",
+        apply: |c, v| {
+            c.num_partitions = int_in(v, 1, 1_000_000)? as i32;
+            Ok(())
+        },
+    },
+    Setting {
+        name: "default.replication.factor",
+        doc: "Replication factor of an auto-created topic.",
+        apply: |c, v| {
+            c.default_replication_factor = int_in(v, 1, i16::MAX as i64)? as i16;
+            Ok(())
+        },
+    },
+    Setting {
+        name: "auto.create.topics.enable",
+        doc: "Create a topic when Metadata or Produce names one that does not exist.",
+        apply: |c, v| {
+            c.auto_create_topics_enable = boolean(v)?;
+            Ok(())
+        },
+    },
+    Setting {
+        name: "delete.topic.enable",
+        doc: "Allow DeleteTopics.",
+        apply: |c, v| {
+            c.delete_topic_enable = boolean(v)?;
+            Ok(())
+        },
+    },
+    Setting {
+        name: "sluice.broker.partitions.max",
+        doc: "Most partitions this broker hosts; CreateTopics beyond it fails with INVALID_PARTITIONS.",
+        apply: |c, v| {
+            c.sluice_broker_partitions_max = int_in(v, 1, 10_000_000)? as usize;
+            Ok(())
+        },
+    },
+    Setting {
+        name: "sluice.shards",
+        doc: "Data shards (one executor each); 0 = one per core; may exceed the cores.",
+        apply: |c, v| {
+            c.sluice_shards = int_in(v, 0, 1024)? as usize;
+            Ok(())
+        },
+    },
+    Setting {
+        name: "sluice.controller.dedicated.core",
+        doc: "Run the controller on a core of its own (else it shares core 0 with shard 0).",
+        apply: |c, v| {
+            c.sluice_controller_dedicated_core = boolean(v)?;
+            Ok(())
+        },
+    },
+    Setting {
+        name: "sluice.spin.before.park.us",
+        doc: "Microseconds an idle executor spins before parking.",
+        apply: |c, v| {
+            c.sluice_spin_before_park_us = int_in(v, 0, 10_000_000)? as u64;
+            Ok(())
+        },
+    },
+    Setting {
+        name: "sluice.shard.channel.capacity",
+        doc: "Messages each cross-shard channel holds before senders wait.",
+        apply: |c, v| {
+            c.sluice_shard_channel_capacity = int_in(v, 1, 1 << 20)? as usize;
+            Ok(())
+        },
+    },
+];
+
+fn int_in(v: &toml::Value, min: i64, max: i64) -> Result<i64, String> {
+    let n = match v {
+        toml::Value::Integer(n) => *n,
+        toml::Value::String(s) => s
+            .trim()
+            .parse::<i64>()
+            .map_err(|_| format!("expected an integer, got \"{s}\""))?,
+        other => return Err(format!("expected an integer, got {other}")),
+    };
+    if n < min || n > max {
+        return Err(format!("{n} is outside [{min}, {max}]"));
+    }
+    Ok(n)
+}
+
+fn boolean(v: &toml::Value) -> Result<bool, String> {
+    match v {
+        toml::Value::Boolean(b) => Ok(*b),
+        toml::Value::String(s) if s == "true" => Ok(true),
+        toml::Value::String(s) if s == "false" => Ok(false),
+        other => Err(format!("expected true or false, got {other}")),
+    }
+}
+
+fn string(v: &toml::Value) -> Result<&str, String> {
+    match v {
+        toml::Value::String(s) => Ok(s),
+        other => Err(format!("expected a string, got {other}")),
+    }
+}
+
+fn roles(v: &toml::Value) -> Result<Vec<ProcessRole>, String> {
+    let mut out = Vec::new();
+    for part in string(v)?.split(',').map(str::trim) {
+        let role = match part {
+            "broker" => ProcessRole::Broker,
+            "controller" => ProcessRole::Controller,
+            other => return Err(format!("unknown role '{other}'")),
+        };
+        if !out.contains(&role) {
+            out.push(role);
+        }
+    }
+    if out.is_empty() {
+        return Err("at least one role is needed".into());
+    }
+    Ok(out)
+}

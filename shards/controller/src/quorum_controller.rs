@@ -1,0 +1,499 @@
+//! The controller's state machine: it applies metadata records to the image, validates and
+//! performs topic changes, and publishes every new image to all data shards.
+//!
+//! Changes are handled one at a time by a single pump task (`run`), so the metadata log is
+//! appended in the order changes are decided. A change is acknowledged only after its records
+//! are fsynced and every shard has applied the new image (so a client that was told "created"
+//! can produce to the topic at once, on any shard).
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::rc::Rc;
+use std::sync::Arc;
+
+use futures_channel::oneshot;
+use glommio::channels::channel_mesh::Receivers;
+use glommio::channels::local_channel;
+use sluice_protocol::codec::Uuid;
+use sluice_shard::{
+    BrokerImage, CreateTopicsWork, CreatedTopic, DeleteTopicsWork, DeletedTopic, Envelope,
+    MetadataError, MetadataImage, NewTopic, PartitionImage, ShardId, ShardMesh, ShardMessage,
+    TopicImage, TopicRef,
+};
+use tracing::{error, info, warn};
+
+use crate::metadata_log::{MetadataLog, MetadataLogError};
+use crate::placement::place_partitions;
+use crate::records::MetadataRecord;
+use crate::topic_name::{collides, validate_topic_name};
+
+/// Controller work queued behind the one in progress.
+const PENDING_CHANGES_MAX: usize = 256;
+
+/// Topic-level configs Sluice accepts (Kafka's names).
+const TOPIC_CONFIGS: &[&str] = &[
+    "cleanup.policy",
+    "compression.type",
+    "delete.retention.ms",
+    "file.delete.delay.ms",
+    "flush.messages",
+    "flush.ms",
+    "index.interval.bytes",
+    "max.compaction.lag.ms",
+    "max.message.bytes",
+    "message.timestamp.after.max.ms",
+    "message.timestamp.before.max.ms",
+    "message.timestamp.type",
+    "min.cleanable.dirty.ratio",
+    "min.compaction.lag.ms",
+    "min.insync.replicas",
+    "preallocate",
+    "retention.bytes",
+    "retention.ms",
+    "segment.bytes",
+    "segment.index.bytes",
+    "segment.jitter.ms",
+    "segment.ms",
+    "unclean.leader.election.enable",
+];
+
+/// What the controller needs from the broker configuration.
+#[derive(Clone, Debug)]
+pub struct ControllerSettings {
+    /// `node.id`.
+    pub node_id: i32,
+    /// Advertised host of this broker.
+    pub advertised_host: String,
+    /// Advertised port of this broker.
+    pub advertised_port: i32,
+    /// `log.dirs`.
+    pub log_dir: PathBuf,
+    /// Data shards in this process.
+    pub shard_count: usize,
+    /// `num.partitions`.
+    pub num_partitions: i32,
+    /// `default.replication.factor`.
+    pub default_replication_factor: i16,
+    /// `delete.topic.enable`.
+    pub delete_topic_enable: bool,
+    /// `sluice.broker.partitions.max`.
+    pub partitions_max: usize,
+}
+
+/// The single-node controller.
+pub struct QuorumController {
+    settings: ControllerSettings,
+    mesh: Rc<ShardMesh>,
+    log: MetadataLog,
+    image: MetadataImage,
+}
+
+impl QuorumController {
+    /// Opens the metadata log and rebuilds the image from it.
+    pub async fn open(
+        settings: ControllerSettings,
+        mesh: Rc<ShardMesh>,
+    ) -> Result<QuorumController, MetadataLogError> {
+        let (log, records) = MetadataLog::open(&settings.log_dir).await?;
+        let mut controller = QuorumController {
+            image: MetadataImage {
+                controller_id: settings.node_id,
+                brokers: vec![BrokerImage {
+                    node_id: settings.node_id,
+                    host: settings.advertised_host.clone(),
+                    port: settings.advertised_port,
+                    rack: None,
+                }],
+                ..MetadataImage::default()
+            },
+            settings,
+            mesh,
+            log,
+        };
+        let replayed = records.len();
+        controller.replay(records);
+        if controller.image.cluster_id.is_empty() {
+            let record = MetadataRecord::ClusterId {
+                cluster_id: new_cluster_id(),
+            };
+            controller.log.append(std::slice::from_ref(&record)).await?;
+            controller.replay(vec![record]);
+        }
+        info!(
+            records = replayed,
+            topics = controller.image.topics.len(),
+            cluster_id = %controller.image.cluster_id,
+            "metadata log loaded"
+        );
+        Ok(controller)
+    }
+
+    /// Sends the current image to every data shard and waits until all applied it.
+    pub async fn publish(&self) -> Result<(), MetadataError> {
+        let image = Arc::new(self.image.clone());
+        let mut pending = Vec::with_capacity(self.settings.shard_count);
+        for shard in 0..self.settings.shard_count {
+            let (reply, done) = oneshot::channel();
+            let message = ShardMessage::ApplyMetadata {
+                image: image.clone(),
+                reply,
+            };
+            self.mesh
+                .send(ShardId(shard as u16), message)
+                .await
+                .map_err(|_| MetadataError::ControllerNotAvailable)?;
+            pending.push(done);
+        }
+        for done in pending {
+            done.await
+                .map_err(|_| MetadataError::ControllerNotAvailable)?;
+        }
+        Ok(())
+    }
+
+    /// Serves controller messages until every sender is gone. All changes go through one queue
+    /// and are applied one at a time.
+    pub async fn run(mut self, mut receivers: Receivers<Envelope>) {
+        let (queue, pending) = local_channel::new_bounded::<ShardMessage>(PENDING_CHANGES_MAX);
+        let queue = Rc::new(queue);
+        let mut feeders = Vec::new();
+        for (_, receiver) in receivers.streams() {
+            let queue = queue.clone();
+            let self_id = self.mesh.self_id();
+            feeders.push(glommio::spawn_local(async move {
+                while let Some(envelope) = receiver.recv().await {
+                    assert_eq!(
+                        envelope.target, self_id,
+                        "message for {} arrived at the controller",
+                        envelope.target
+                    );
+                    if queue.send(envelope.message).await.is_err() {
+                        break;
+                    }
+                }
+            }));
+        }
+        drop(queue);
+        while let Some(message) = pending.recv().await {
+            self.handle(message).await;
+        }
+        drop(feeders);
+    }
+
+    async fn handle(&mut self, message: ShardMessage) {
+        match message {
+            ShardMessage::CreateTopics(work) => self.create_topics(work).await,
+            ShardMessage::DeleteTopics(work) => self.delete_topics(work).await,
+            other => error!(
+                kind = other.kind(),
+                "data-shard message sent to the controller; dropped"
+            ),
+        }
+    }
+
+    async fn create_topics(&mut self, work: CreateTopicsWork) {
+        let mut results = Vec::with_capacity(work.topics.len());
+        let mut records = Vec::new();
+        let mut load = self.image.shard_table.load(self.settings.shard_count);
+        let mut names_in_request: Vec<&str> = Vec::new();
+        let mut partitions_total: usize = load.iter().sum();
+        for topic in &work.topics {
+            let checked = self
+                .check_new_topic(topic, &names_in_request)
+                .and_then(|()| self.check_partition_budget(topic, &mut partitions_total));
+            names_in_request.push(&topic.name);
+            results.push(checked.map(|()| {
+                let topic_id = new_topic_id();
+                if !work.validate_only {
+                    self.topic_records(topic, topic_id, &mut load, &mut records);
+                }
+                CreatedTopic {
+                    topic_id,
+                    num_partitions: topic.num_partitions,
+                    replication_factor: topic.replication_factor,
+                }
+            }));
+        }
+        if let Err(error) = self.commit(records).await {
+            results = results
+                .into_iter()
+                .map(|r| r.and_then(|_| Err(error.clone())))
+                .collect();
+        }
+        let _ = work.reply.send(results);
+    }
+
+    fn check_new_topic(
+        &self,
+        topic: &NewTopic,
+        earlier_in_request: &[&str],
+    ) -> Result<(), MetadataError> {
+        validate_topic_name(&topic.name).map_err(MetadataError::InvalidTopic)?;
+        if self.image.topic(&topic.name).is_some()
+            || earlier_in_request.contains(&topic.name.as_str())
+        {
+            return Err(MetadataError::TopicAlreadyExists(topic.name.clone()));
+        }
+        if let Some(other) = self
+            .image
+            .topics
+            .keys()
+            .find(|other| collides(other, &topic.name))
+        {
+            return Err(MetadataError::InvalidTopic(format!(
+                "topic '{}' collides with existing topic '{other}' ('.' and '_' are interchangeable in metric names)",
+                topic.name
+            )));
+        }
+        if topic.num_partitions <= 0 {
+            return Err(MetadataError::InvalidPartitions(format!(
+                "number of partitions must be larger than 0, got {}",
+                topic.num_partitions
+            )));
+        }
+        if topic.replication_factor <= 0 {
+            return Err(MetadataError::InvalidReplicationFactor(format!(
+                "replication factor must be larger than 0, got {}",
+                topic.replication_factor
+            )));
+        }
+        let brokers = self.image.brokers.len();
+        if topic.replication_factor as usize > brokers {
+            return Err(MetadataError::InvalidReplicationFactor(format!(
+                "replication factor: {} larger than available brokers: {brokers}",
+                topic.replication_factor
+            )));
+        }
+        for (name, _) in &topic.configs {
+            if !TOPIC_CONFIGS.contains(&name.as_str()) {
+                return Err(MetadataError::InvalidConfig(format!(
+                    "unknown topic config name: {name}"
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// Keeps the broker within `sluice.broker.partitions.max`: every partition costs open files
+    /// and memory, and one request must not be able to exhaust them.
+    fn check_partition_budget(
+        &self,
+        topic: &NewTopic,
+        partitions_total: &mut usize,
+    ) -> Result<(), MetadataError> {
+        let wanted = topic.num_partitions as usize;
+        let max = self.settings.partitions_max;
+        if *partitions_total + wanted > max {
+            return Err(MetadataError::InvalidPartitions(format!(
+                "{wanted} more partitions would exceed sluice.broker.partitions.max ({max}); {partitions_total} exist"
+            )));
+        }
+        *partitions_total += wanted;
+        Ok(())
+    }
+
+    fn topic_records(
+        &self,
+        topic: &NewTopic,
+        topic_id: Uuid,
+        load: &mut [usize],
+        out: &mut Vec<MetadataRecord>,
+    ) {
+        out.push(MetadataRecord::Topic {
+            name: topic.name.clone(),
+            topic_id,
+        });
+        let shards = place_partitions(load, topic.num_partitions as usize);
+        for (partition, shard) in shards.into_iter().enumerate() {
+            out.push(MetadataRecord::Partition {
+                topic_id,
+                partition: partition as i32,
+                replicas: vec![self.settings.node_id],
+                leader: self.settings.node_id,
+                leader_epoch: 0,
+                shard,
+            });
+        }
+        for (name, value) in &topic.configs {
+            out.push(MetadataRecord::Config {
+                topic_id,
+                name: name.clone(),
+                value: value.clone(),
+            });
+        }
+    }
+
+    async fn delete_topics(&mut self, work: DeleteTopicsWork) {
+        let mut results = Vec::with_capacity(work.topics.len());
+        let mut records = Vec::new();
+        for topic in &work.topics {
+            let found = self.find_topic(topic);
+            let result = if !self.settings.delete_topic_enable {
+                Err(MetadataError::TopicDeletionDisabled)
+            } else {
+                found
+            };
+            if let Ok(deleted) = &result {
+                let record = MetadataRecord::RemoveTopic {
+                    topic_id: deleted.topic_id,
+                };
+                if !records.contains(&record) {
+                    records.push(record);
+                }
+            }
+            results.push(result);
+        }
+        if let Err(error) = self.commit(records).await {
+            results = results
+                .into_iter()
+                .map(|r| r.and_then(|_| Err(error.clone())))
+                .collect();
+        }
+        let _ = work.reply.send(results);
+    }
+
+    fn find_topic(&self, topic: &TopicRef) -> Result<DeletedTopic, MetadataError> {
+        let image = match topic {
+            TopicRef::Name(name) => self
+                .image
+                .topic(name)
+                .ok_or(MetadataError::UnknownTopicOrPartition)?,
+            TopicRef::Id(id) => self
+                .image
+                .topic_by_id(id)
+                .ok_or(MetadataError::UnknownTopicId)?,
+        };
+        Ok(DeletedTopic {
+            name: image.name.clone(),
+            topic_id: image.topic_id,
+        })
+    }
+
+    /// Makes records durable, applies them, and publishes the new image.
+    async fn commit(&mut self, records: Vec<MetadataRecord>) -> Result<(), MetadataError> {
+        if records.is_empty() {
+            return Ok(());
+        }
+        if let Err(error) = self.log.append(&records).await {
+            error!(%error, "metadata log append failed");
+            return Err(MetadataError::Storage(error.to_string()));
+        }
+        self.replay(records);
+        self.publish().await.inspect_err(|error| {
+            warn!(%error, "publishing the metadata image failed");
+        })
+    }
+
+    /// Applies records to the image.
+    fn replay(&mut self, records: Vec<MetadataRecord>) {
+        let mut touched: BTreeMap<Uuid, TopicImage> = BTreeMap::new();
+        for record in records {
+            self.image.offset += 1;
+            self.apply(record, &mut touched);
+        }
+        for (_, topic) in touched {
+            self.image.put_topic(topic);
+        }
+    }
+
+    fn apply(&mut self, record: MetadataRecord, touched: &mut BTreeMap<Uuid, TopicImage>) {
+        let shard_count = self.settings.shard_count as u16;
+        match record {
+            MetadataRecord::ClusterId { cluster_id } => self.image.cluster_id = cluster_id,
+            MetadataRecord::Topic { name, topic_id } => {
+                touched.insert(
+                    topic_id,
+                    TopicImage {
+                        name,
+                        topic_id,
+                        partitions: Vec::new(),
+                        configs: BTreeMap::new(),
+                    },
+                );
+            }
+            MetadataRecord::Partition {
+                topic_id,
+                partition,
+                replicas,
+                leader,
+                leader_epoch,
+                shard,
+            } => {
+                let Some(topic) = self.touch(topic_id, touched) else {
+                    return warn!(%topic_id, "partition record for an unknown topic; skipped");
+                };
+                // A partition keeps the shard it was given; only when the shard count shrank
+                // since does it fold onto an existing shard.
+                let shard = ShardId(shard % shard_count);
+                topic.partitions.retain(|p| p.partition != partition);
+                topic.partitions.push(PartitionImage {
+                    partition,
+                    leader,
+                    leader_epoch,
+                    isr: replicas.clone(),
+                    replicas,
+                    shard,
+                });
+                topic.partitions.sort_by_key(|p| p.partition);
+            }
+            MetadataRecord::Config {
+                topic_id,
+                name,
+                value,
+            } => {
+                if let Some(topic) = self.touch(topic_id, touched) {
+                    topic.configs.insert(name, value);
+                }
+            }
+            MetadataRecord::RemoveTopic { topic_id } => {
+                touched.remove(&topic_id);
+                if let Some(name) = self.image.topic_names.get(&topic_id).cloned() {
+                    self.image.remove_topic(&name);
+                }
+            }
+        }
+    }
+
+    fn touch<'a>(
+        &self,
+        topic_id: Uuid,
+        touched: &'a mut BTreeMap<Uuid, TopicImage>,
+    ) -> Option<&'a mut TopicImage> {
+        if !touched.contains_key(&topic_id) {
+            let existing = self.image.topic_by_id(&topic_id)?;
+            touched.insert(topic_id, TopicImage::clone(existing));
+        }
+        touched.get_mut(&topic_id)
+    }
+}
+
+fn new_topic_id() -> Uuid {
+    loop {
+        let id = Uuid(random_bytes());
+        // Kafka reserves the zero id and ids whose base64 begins with '-' (command-line trouble).
+        if id != Uuid::ZERO && id.0[0] & 0xfc != 0xf8 {
+            return id;
+        }
+    }
+}
+
+fn new_cluster_id() -> String {
+    Uuid(random_bytes()).to_string()
+}
+
+fn random_bytes() -> [u8; 16] {
+    let mut bytes = [0u8; 16];
+    // getrandom(2) cannot fail for 16 bytes once the pool is initialised; fall back to the clock
+    // (ids need uniqueness, not secrecy) if it ever does.
+    if std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut bytes))
+        .is_err()
+    {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or(0);
+        bytes = (nanos ^ (std::process::id() as u128) << 64).to_be_bytes();
+    }
+    bytes
+}

@@ -1,0 +1,176 @@
+//! Bounded in-memory copy of the newest appends, so that consumers keeping
+//! up with the log are served without I/O.
+
+use std::collections::VecDeque;
+
+use bytes::{Bytes, BytesMut};
+
+use crate::batch::HeaderWalker;
+
+/// One append's batches, offsets `[base_offset, next_offset)`.
+struct Chunk {
+    base_offset: i64,
+    next_offset: i64,
+    data: Bytes,
+}
+
+/// Contiguous run of the most recent appends, at most `limit` bytes.
+/// Invariant: chunks are back to back in offset order and end at the log end
+/// offset, so any offset from the first chunk on is covered.
+pub(crate) struct TailCache {
+    chunks: VecDeque<Chunk>,
+    bytes: usize,
+    limit: usize,
+}
+
+/// Where a read out of the cache ends: chunk index and byte within it.
+#[derive(Clone, Copy)]
+struct Cursor {
+    chunk: usize,
+    pos: usize,
+}
+
+impl TailCache {
+    pub fn new(limit: usize) -> Self {
+        Self {
+            chunks: VecDeque::new(),
+            bytes: 0,
+            limit,
+        }
+    }
+
+    /// Records an append (already offset-patched). An append larger than
+    /// the whole cache empties it, since the cache must stay contiguous.
+    pub fn push(&mut self, base_offset: i64, next_offset: i64, data: Bytes) {
+        if let Some(last) = self.chunks.back() {
+            assert_eq!(
+                last.next_offset, base_offset,
+                "tail cache must be contiguous"
+            );
+        }
+        if data.len() > self.limit {
+            self.clear();
+            return;
+        }
+        while self.bytes + data.len() > self.limit {
+            let Some(old) = self.chunks.pop_front() else {
+                break;
+            };
+            self.bytes -= old.data.len();
+        }
+        self.bytes += data.len();
+        self.chunks.push_back(Chunk {
+            base_offset,
+            next_offset,
+            data,
+        });
+    }
+
+    pub fn clear(&mut self) {
+        self.chunks.clear();
+        self.bytes = 0;
+    }
+
+    /// Whole batches from the one holding `start` while their last offset is
+    /// below `limit_offset`, at most `max_bytes` (but one batch anyway when
+    /// `min_one`). `None` when the cache does not reach back to `start`.
+    pub fn read(
+        &self,
+        start: i64,
+        limit_offset: i64,
+        max_bytes: usize,
+        min_one: bool,
+    ) -> Option<Bytes> {
+        let first = self.chunks.partition_point(|c| c.next_offset <= start);
+        let chunk = self.chunks.get(first)?;
+        if chunk.base_offset > start {
+            return None;
+        }
+        let begin = Cursor {
+            chunk: first,
+            pos: self.find_batch(first, start)?,
+        };
+        let end = self.extend(begin, limit_offset, max_bytes, min_one);
+        Some(self.copy_out(begin, end))
+    }
+
+    /// Byte position in chunk `i` of the batch holding `offset`.
+    fn find_batch(&self, i: usize, offset: i64) -> Option<usize> {
+        HeaderWalker::new(&self.chunks[i].data)
+            .find(|(_, h)| h.last_offset() >= offset)
+            .map(|(pos, _)| pos)
+    }
+
+    /// Advances from `begin` over whole batches within the limits.
+    fn extend(&self, begin: Cursor, limit_offset: i64, max_bytes: usize, min_one: bool) -> Cursor {
+        let mut end = begin;
+        let mut taken = 0usize;
+        for i in begin.chunk..self.chunks.len() {
+            let from = if i == begin.chunk { begin.pos } else { 0 };
+            for (p, h) in HeaderWalker::new(&self.chunks[i].data[from..]) {
+                let fits = taken + h.size <= max_bytes || (taken == 0 && min_one);
+                if h.last_offset() >= limit_offset || !fits {
+                    return end;
+                }
+                taken += h.size;
+                end = Cursor {
+                    chunk: i,
+                    pos: from + p + h.size,
+                };
+            }
+        }
+        end
+    }
+
+    /// The bytes between two cursors: a zero-copy slice within one chunk, a
+    /// single copy when the range spans chunks.
+    fn copy_out(&self, begin: Cursor, end: Cursor) -> Bytes {
+        if begin.chunk == end.chunk {
+            return self.chunks[begin.chunk].data.slice(begin.pos..end.pos);
+        }
+        let mut out = BytesMut::new();
+        for i in begin.chunk..=end.chunk {
+            let data = &self.chunks[i].data;
+            let from = if i == begin.chunk { begin.pos } else { 0 };
+            let to = if i == end.chunk { end.pos } else { data.len() };
+            out.extend_from_slice(&data[from..to]);
+        }
+        out.freeze()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::batch::testing::make_batch;
+
+    fn chunk(base: i64, sizes: &[(i32, usize)]) -> (i64, Bytes) {
+        let mut v = Vec::new();
+        let mut o = base;
+        for &(n, p) in sizes {
+            v.extend(make_batch(o, n, p, 0));
+            o += i64::from(n);
+        }
+        (o, Bytes::from(v))
+    }
+
+    #[test]
+    fn serves_covered_ranges_and_evicts() {
+        let mut c = TailCache::new(1000);
+        let (n1, a) = chunk(0, &[(2, 39), (3, 39)]); // 2 x 100 bytes
+        c.push(0, n1, a.clone());
+        let (n2, b) = chunk(n1, &[(1, 139)]); // 200 bytes
+        c.push(n1, n2, b.clone());
+        assert_eq!(c.read(1, 100, 1000, false).unwrap().len(), 400);
+        assert_eq!(c.read(2, 100, 150, false).unwrap(), a.slice(100..200));
+        assert_eq!(c.read(2, 100, 0, false).unwrap().len(), 0);
+        assert_eq!(c.read(2, 100, 0, true).unwrap().len(), 100);
+        assert_eq!(c.read(0, 5, 1000, false).unwrap(), a);
+        assert_eq!(c.read(5, 6, 1000, false).unwrap(), b);
+        // Evict the first chunk.
+        let (n3, d) = chunk(n2, &[(1, 639)]);
+        c.push(n2, n3, d);
+        assert!(c.read(0, 100, 1000, false).is_none());
+        assert_eq!(c.read(5, 100, 1000, false).unwrap().len(), 900);
+    }
+}

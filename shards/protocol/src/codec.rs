@@ -1,0 +1,330 @@
+//! Primitive readers and writers for Kafka's wire types.
+//!
+//! The [`Decoder`] reads from a `Bytes` frame with a cursor. It never indexes
+//! past the end (every read is length-checked first), never allocates more than
+//! the input could justify, and returns byte fields as zero-copy slices of the
+//! frame. "flexible" selects the compact encodings (KIP-482) used by flexible
+//! message versions: unsigned-varint lengths biased by one, and tagged fields.
+
+use bytes::Bytes;
+
+use crate::error::{ProtocolError, Result};
+pub use crate::uuid::Uuid;
+pub use encoder::{Encoder, TaggedFields};
+
+mod encoder;
+
+/// Upper bound on the bytes an array decode reserves up front. Element structs
+/// can be much larger in memory than on the wire, so trusting a wire length for
+/// `Vec::with_capacity` would let a small frame request a large allocation;
+/// beyond this bound the vector grows only as elements actually decode.
+const MAX_PREALLOC_BYTES: usize = 16 * 1024;
+
+/// Cursor over one frame.
+#[derive(Debug, Clone)]
+pub struct Decoder {
+    buf: Bytes,
+    pos: usize,
+}
+
+impl Decoder {
+    /// Starts reading at the beginning of `buf`.
+    pub fn new(buf: Bytes) -> Decoder {
+        Decoder { buf, pos: 0 }
+    }
+
+    /// Bytes not yet consumed.
+    pub fn remaining(&self) -> usize {
+        self.buf.len().saturating_sub(self.pos)
+    }
+
+    /// Bytes consumed so far.
+    pub fn position(&self) -> usize {
+        self.pos
+    }
+
+    /// The unread rest of the input, without consuming it.
+    pub fn rest(&self) -> Bytes {
+        self.buf.slice(self.pos.min(self.buf.len())..)
+    }
+
+    /// Errors with `TrailingBytes` unless the input was consumed exactly.
+    pub fn finish(&self) -> Result<()> {
+        if self.remaining() == 0 {
+            Ok(())
+        } else {
+            Err(ProtocolError::TrailingBytes)
+        }
+    }
+
+    fn check(&self, needed: usize) -> Result<()> {
+        let remaining = self.remaining();
+        if needed > remaining {
+            Err(ProtocolError::Truncated { needed, remaining })
+        } else {
+            Ok(())
+        }
+    }
+
+    fn take(&mut self, n: usize) -> Result<&[u8]> {
+        self.check(n)?;
+        let start = self.pos;
+        self.pos += n;
+        self.buf
+            .get(start..start + n)
+            .ok_or(ProtocolError::Truncated {
+                needed: n,
+                remaining: 0,
+            })
+    }
+
+    fn take_array<const N: usize>(&mut self) -> Result<[u8; N]> {
+        let mut out = [0u8; N];
+        out.copy_from_slice(self.take(N)?);
+        Ok(out)
+    }
+
+    /// Zero-copy slice of the next `n` bytes.
+    pub fn take_bytes(&mut self, n: usize) -> Result<Bytes> {
+        self.check(n)?;
+        let start = self.pos;
+        self.pos += n;
+        Ok(self.buf.slice(start..start + n))
+    }
+
+    /// Skips `n` bytes.
+    pub fn skip(&mut self, n: usize) -> Result<()> {
+        self.take(n).map(|_| ())
+    }
+
+    /// Reads an `int8`.
+    pub fn i8(&mut self) -> Result<i8> {
+        Ok(i8::from_be_bytes(self.take_array()?))
+    }
+
+    /// Reads one unsigned byte.
+    pub fn u8(&mut self) -> Result<u8> {
+        Ok(u8::from_be_bytes(self.take_array()?))
+    }
+
+    /// Reads an `int16`.
+    pub fn i16(&mut self) -> Result<i16> {
+        Ok(i16::from_be_bytes(self.take_array()?))
+    }
+
+    /// Reads a `uint16`.
+    pub fn u16(&mut self) -> Result<u16> {
+        Ok(u16::from_be_bytes(self.take_array()?))
+    }
+
+    /// Reads an `int32`.
+    pub fn i32(&mut self) -> Result<i32> {
+        Ok(i32::from_be_bytes(self.take_array()?))
+    }
+
+    /// Reads a `uint32`.
+    pub fn u32(&mut self) -> Result<u32> {
+        Ok(u32::from_be_bytes(self.take_array()?))
+    }
+
+    /// Reads an `int64`.
+    pub fn i64(&mut self) -> Result<i64> {
+        Ok(i64::from_be_bytes(self.take_array()?))
+    }
+
+    /// Reads a `float64`.
+    pub fn f64(&mut self) -> Result<f64> {
+        Ok(f64::from_be_bytes(self.take_array()?))
+    }
+
+    /// Reads a `bool`; like Kafka, any non-zero byte is true.
+    pub fn bool(&mut self) -> Result<bool> {
+        Ok(self.u8()? != 0)
+    }
+
+    /// Reads a `uuid`.
+    pub fn uuid(&mut self) -> Result<Uuid> {
+        Ok(Uuid(self.take_array()?))
+    }
+
+    /// Reads an unsigned LEB128 varint of at most 5 bytes.
+    pub fn unsigned_varint(&mut self) -> Result<u32> {
+        let mut value: u32 = 0;
+        for i in 0..5 {
+            let b = self.u8()?;
+            // The fifth byte may only carry the top 4 bits of a u32.
+            if i == 4 && b > 0x0f {
+                return Err(ProtocolError::InvalidVarint);
+            }
+            value |= u32::from(b & 0x7f) << (7 * i);
+            if b & 0x80 == 0 {
+                return Ok(value);
+            }
+        }
+        Err(ProtocolError::InvalidVarint)
+    }
+
+    /// Reads an unsigned LEB128 varlong of at most 10 bytes.
+    pub fn unsigned_varlong(&mut self) -> Result<u64> {
+        let mut value: u64 = 0;
+        for i in 0..10 {
+            let b = self.u8()?;
+            // The tenth byte may only carry the top bit of a u64.
+            if i == 9 && b > 0x01 {
+                return Err(ProtocolError::InvalidVarint);
+            }
+            value |= u64::from(b & 0x7f) << (7 * i);
+            if b & 0x80 == 0 {
+                return Ok(value);
+            }
+        }
+        Err(ProtocolError::InvalidVarint)
+    }
+
+    /// Reads a zigzag-encoded signed varint.
+    pub fn varint(&mut self) -> Result<i32> {
+        let v = self.unsigned_varint()?;
+        Ok(((v >> 1) as i32) ^ -((v & 1) as i32))
+    }
+
+    /// Reads a zigzag-encoded signed varlong.
+    pub fn varlong(&mut self) -> Result<i64> {
+        let v = self.unsigned_varlong()?;
+        Ok(((v >> 1) as i64) ^ -((v & 1) as i64))
+    }
+
+    /// Length prefix of a string (`int16`) or compact string (varint - 1); `None` is null.
+    fn string_len(&mut self, flexible: bool) -> Result<Option<usize>> {
+        let len = if flexible {
+            i64::from(self.unsigned_varint()?) - 1
+        } else {
+            i64::from(self.i16()?)
+        };
+        self.checked_len(len)
+    }
+
+    /// Length prefix of bytes (`int32`) or compact bytes (varint - 1); `None` is null.
+    fn bytes_len(&mut self, flexible: bool) -> Result<Option<usize>> {
+        let len = if flexible {
+            i64::from(self.unsigned_varint()?) - 1
+        } else {
+            i64::from(self.i32()?)
+        };
+        self.checked_len(len)
+    }
+
+    /// Negative lengths mean null (as in Kafka); lengths beyond the input are
+    /// rejected before anything is reserved for them.
+    fn checked_len(&self, len: i64) -> Result<Option<usize>> {
+        if len < 0 {
+            return Ok(None);
+        }
+        match usize::try_from(len) {
+            Ok(n) if n <= self.remaining() => Ok(Some(n)),
+            _ => Err(ProtocolError::InvalidLength(len)),
+        }
+    }
+
+    fn utf8(&mut self, n: usize) -> Result<String> {
+        let raw = self.take(n)?;
+        std::str::from_utf8(raw)
+            .map(str::to_owned)
+            .map_err(|_| ProtocolError::InvalidUtf8)
+    }
+
+    /// Reads a non-nullable `string` / `compact_string`.
+    pub fn string(&mut self, flexible: bool) -> Result<String> {
+        self.nullable_string(flexible)?
+            .ok_or(ProtocolError::InvalidValue("null in non-nullable string"))
+    }
+
+    /// Reads a `nullable_string` / `compact_nullable_string`.
+    pub fn nullable_string(&mut self, flexible: bool) -> Result<Option<String>> {
+        match self.string_len(flexible)? {
+            None => Ok(None),
+            Some(n) => self.utf8(n).map(Some),
+        }
+    }
+
+    /// Reads non-nullable `bytes` / `compact_bytes` as a zero-copy slice.
+    pub fn bytes(&mut self, flexible: bool) -> Result<Bytes> {
+        self.nullable_bytes(flexible)?
+            .ok_or(ProtocolError::InvalidValue("null in non-nullable bytes"))
+    }
+
+    /// Reads `nullable_bytes` / `compact_nullable_bytes` (also Kafka's `records`)
+    /// as a zero-copy slice of the frame.
+    pub fn nullable_bytes(&mut self, flexible: bool) -> Result<Option<Bytes>> {
+        match self.bytes_len(flexible)? {
+            None => Ok(None),
+            Some(n) => self.take_bytes(n).map(Some),
+        }
+    }
+
+    /// Reads an array length; `None` is a null array. Every element occupies at
+    /// least one byte, so lengths above the remaining input are rejected.
+    pub fn array_len(&mut self, flexible: bool) -> Result<Option<usize>> {
+        let len = if flexible {
+            i64::from(self.unsigned_varint()?) - 1
+        } else {
+            i64::from(self.i32()?)
+        };
+        self.checked_len(len)
+    }
+
+    /// Reads a non-nullable array, decoding each element with `f`.
+    pub fn array<T>(
+        &mut self,
+        flexible: bool,
+        f: impl FnMut(&mut Decoder) -> Result<T>,
+    ) -> Result<Vec<T>> {
+        self.nullable_array(flexible, f)?
+            .ok_or(ProtocolError::InvalidValue("null in non-nullable array"))
+    }
+
+    /// Reads a nullable array, decoding each element with `f`.
+    pub fn nullable_array<T>(
+        &mut self,
+        flexible: bool,
+        mut f: impl FnMut(&mut Decoder) -> Result<T>,
+    ) -> Result<Option<Vec<T>>> {
+        let Some(len) = self.array_len(flexible)? else {
+            return Ok(None);
+        };
+        let per_item = std::mem::size_of::<T>().max(1);
+        let mut items = Vec::with_capacity(len.min(MAX_PREALLOC_BYTES / per_item));
+        for _ in 0..len {
+            items.push(f(self)?);
+        }
+        Ok(Some(items))
+    }
+
+    /// Skips a tagged-field section, ignoring every field.
+    pub fn tagged_fields(&mut self) -> Result<()> {
+        self.read_tagged_fields(|_, _| Ok(()))
+    }
+
+    /// Reads a tagged-field section, handing each field to `f` as its tag and a
+    /// decoder over exactly that field's bytes. `f` ignores tags it does not know,
+    /// which is how unknown tagged fields are skipped.
+    pub fn read_tagged_fields(
+        &mut self,
+        mut f: impl FnMut(u32, &mut Decoder) -> Result<()>,
+    ) -> Result<()> {
+        let count = self.unsigned_varint()?;
+        // Each field needs at least a tag byte and a size byte.
+        if count as usize > self.remaining() / 2 {
+            return Err(ProtocolError::InvalidLength(i64::from(count)));
+        }
+        for _ in 0..count {
+            let tag = self.unsigned_varint()?;
+            let size = self.unsigned_varint()? as usize;
+            let mut field = Decoder::new(self.take_bytes(size)?);
+            f(tag, &mut field)?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests;

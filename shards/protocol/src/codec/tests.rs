@@ -1,0 +1,147 @@
+use super::*;
+
+fn dec(raw: &[u8]) -> Decoder {
+    Decoder::new(Bytes::copy_from_slice(raw))
+}
+
+#[test]
+fn varints_match_kafka_examples() {
+    // Values from Kafka's ByteUtilsTest / the protobuf spec.
+    let mut e = Encoder::new();
+    e.put_unsigned_varint(300);
+    assert_eq!(e.as_slice(), &[0xac, 0x02]);
+    let mut e = Encoder::new();
+    e.put_varint(-1);
+    assert_eq!(e.as_slice(), &[0x01]);
+    let mut e = Encoder::new();
+    e.put_varint(i32::MIN);
+    assert_eq!(e.as_slice(), &[0xff, 0xff, 0xff, 0xff, 0x0f]);
+    assert_eq!(dec(&[0xff, 0xff, 0xff, 0xff, 0x0f]).varint(), Ok(i32::MIN));
+    for v in [0i64, 1, -1, 63, -64, 64, i64::MAX, i64::MIN] {
+        let mut e = Encoder::new();
+        e.put_varlong(v);
+        assert_eq!(dec(e.as_slice()).varlong(), Ok(v));
+    }
+}
+
+#[test]
+fn overlong_varints_are_rejected() {
+    assert_eq!(
+        dec(&[0xff, 0xff, 0xff, 0xff, 0x1f]).unsigned_varint(),
+        Err(ProtocolError::InvalidVarint)
+    );
+    assert_eq!(
+        dec(&[0x80, 0x80, 0x80, 0x80, 0x80, 0x01]).unsigned_varint(),
+        Err(ProtocolError::InvalidVarint)
+    );
+    assert!(dec(&[0x80]).unsigned_varint().is_err());
+    assert!(dec(&[0xff; 11]).varlong().is_err());
+}
+
+#[test]
+fn strings_and_nulls() {
+    assert_eq!(dec(&[0, 2, b'h', b'i']).string(false), Ok("hi".into()));
+    assert_eq!(dec(&[3, b'h', b'i']).string(true), Ok("hi".into()));
+    assert_eq!(dec(&[0xff, 0xff]).nullable_string(false), Ok(None));
+    assert_eq!(dec(&[0]).nullable_string(true), Ok(None));
+    assert!(dec(&[0xff, 0xff]).string(false).is_err());
+    assert_eq!(
+        dec(&[0, 1, 0xff]).string(false),
+        Err(ProtocolError::InvalidUtf8)
+    );
+    assert_eq!(
+        dec(&[0, 5, b'a']).string(false),
+        Err(ProtocolError::InvalidLength(5))
+    );
+}
+
+#[test]
+fn bytes_are_zero_copy() {
+    let frame = Bytes::from_static(&[0, 0, 0, 3, 7, 8, 9, 1]);
+    let mut d = Decoder::new(frame.clone());
+    let b = d.nullable_bytes(false).unwrap().unwrap();
+    assert_eq!(&b[..], &[7, 8, 9]);
+    assert_eq!(b.as_ptr(), frame[4..].as_ptr());
+    assert_eq!(d.remaining(), 1);
+    assert_eq!(d.finish(), Err(ProtocolError::TrailingBytes));
+}
+
+#[test]
+fn array_len_rejects_more_elements_than_bytes() {
+    assert_eq!(
+        dec(&[0x7f, 0xff, 0xff, 0xff]).array_len(false),
+        Err(ProtocolError::InvalidLength(i32::MAX as i64))
+    );
+    assert_eq!(dec(&[0xff, 0xff, 0xff, 0xff]).array_len(false), Ok(None));
+    assert_eq!(dec(&[0]).array_len(true), Ok(None));
+    assert_eq!(dec(&[2, 9]).array_len(true), Ok(Some(1)));
+    assert!(dec(&[3, 9]).array_len(true).is_err());
+}
+
+#[test]
+fn tagged_fields_skip_unknown_and_read_known() {
+    // Two fields: tag 0 = int32 7, tag 5 = 3 opaque bytes.
+    let raw = [2, 0, 4, 0, 0, 0, 7, 5, 3, 1, 2, 3];
+    let mut d = dec(&raw);
+    let mut seen = None;
+    d.read_tagged_fields(|tag, f| {
+        if tag == 0 {
+            seen = Some(f.i32()?);
+        }
+        Ok(())
+    })
+    .unwrap();
+    assert_eq!(seen, Some(7));
+    assert_eq!(d.remaining(), 0);
+    assert!(dec(&[1, 0, 5, 1]).tagged_fields().is_err());
+    assert!(dec(&[100]).tagged_fields().is_err());
+}
+
+#[test]
+fn encoder_round_trips_primitives() {
+    let mut e = Encoder::new();
+    e.put_i8(-2);
+    e.put_i16(-300);
+    e.put_i32(70000);
+    e.put_i64(-5);
+    e.put_u16(65000);
+    e.put_u32(4_000_000_000);
+    e.put_f64(1.5);
+    e.put_bool(true);
+    e.put_uuid(Uuid::from_u128(42));
+    e.put_nullable_string(None, true);
+    e.put_nullable_bytes(Some(b"xy"), true);
+    let mut tags = TaggedFields::new();
+    tags.add(3, |e| e.put_i16(9));
+    tags.add(1, |e| e.put_bool(true));
+    e.put_tagged_fields(tags);
+    let mut d = Decoder::new(e.into_inner().freeze());
+    assert_eq!(d.i8(), Ok(-2));
+    assert_eq!(d.i16(), Ok(-300));
+    assert_eq!(d.i32(), Ok(70000));
+    assert_eq!(d.i64(), Ok(-5));
+    assert_eq!(d.u16(), Ok(65000));
+    assert_eq!(d.u32(), Ok(4_000_000_000));
+    assert_eq!(d.f64(), Ok(1.5));
+    assert_eq!(d.bool(), Ok(true));
+    assert_eq!(d.uuid(), Ok(Uuid::from_u128(42)));
+    assert_eq!(d.nullable_string(true), Ok(None));
+    assert_eq!(d.bytes(true).unwrap(), Bytes::from_static(b"xy"));
+    let mut tags = Vec::new();
+    d.read_tagged_fields(|t, _| {
+        tags.push(t);
+        Ok(())
+    })
+    .unwrap();
+    assert_eq!(tags, vec![1, 3]);
+    d.finish().unwrap();
+}
+
+#[test]
+fn oversize_strings_are_truncated_not_corrupted() {
+    let long = "é".repeat(20_000); // 40000 bytes
+    let mut e = Encoder::new();
+    e.put_string(&long, false);
+    let s = Decoder::new(e.into_inner().freeze()).string(false).unwrap();
+    assert_eq!(s.len(), 32766);
+}

@@ -1,0 +1,44 @@
+//! Kafka wire protocol for Sluice.
+//!
+//! Layout:
+//! - [`frame`]: 4-byte size prefixes, validated against `socket.request.max.bytes`.
+//! - [`codec`]: [`Decoder`] / [`Encoder`] for Kafka's primitive types (classic and
+//!   compact/flexible encodings, tagged fields), and [`Uuid`].
+//! - [`header`]: request header v1/v2 and response header v0/v1.
+//! - [`api_key`]: every Kafka API key, flexible-version boundaries, and the
+//!   [`SUPPORTED`] version table advertised in ApiVersions.
+//! - [`messages`]: one module per implemented API (`XRequest` / `XResponse`,
+//!   both encode and decode for every supported version).
+//! - [`request`]: whole-frame [`decode_request`] / [`encode_response`].
+//! - [`record_batch`]: zero-copy v2 record batch views, validation, in-place
+//!   broker mutations and a small batch builder.
+//! - [`error`]: [`ProtocolError`] and Kafka's numeric [`ErrorCode`]s.
+//!
+//! Decoding treats every input as hostile: it never panics, never indexes past
+//! the input, and never reserves memory the input cannot back. Byte and record
+//! fields are `Bytes` slices sharing the request frame's allocation.
+#![warn(missing_docs)]
+
+pub mod api_key;
+pub mod codec;
+pub mod error;
+pub mod frame;
+pub mod header;
+pub mod messages;
+pub mod record_batch;
+pub mod request;
+pub mod uuid;
+
+pub use api_key::{is_flexible, ApiKey, SUPPORTED};
+pub use codec::{Decoder, Encoder, TaggedFields};
+pub use error::{ErrorCode, ProtocolError};
+pub use header::{request_header_version, response_header_version, RequestHeader, ResponseHeader};
+pub use record_batch::{
+    parse_header, validate_batch, Compression, RecordBatchBuilder, RecordBatchError,
+    RecordBatchHeader, RecordBatches, RECORD_BATCH_OVERHEAD,
+};
+pub use request::{
+    decode_request, decode_response, encode_request, encode_request_vectored, encode_response,
+    encode_response_vectored, RequestBody, RequestDecodeError, ResponseBody,
+};
+pub use uuid::Uuid;

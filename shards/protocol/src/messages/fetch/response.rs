@@ -1,0 +1,350 @@
+//! Fetch response body.
+
+use bytes::Bytes;
+
+use super::{flexible, put_end, read_end, uses_topic_ids, API_KEY, MAX_VERSION, MIN_VERSION};
+use crate::codec::{Decoder, Encoder, TaggedFields, Uuid};
+use crate::error::Result;
+
+/// Fetch response.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct FetchResponse {
+    /// Throttle time.
+    pub throttle_time_ms: i32,
+    /// Top-level error (v7+).
+    pub error_code: i16,
+    /// Fetch session id, 0 if none (v7+).
+    pub session_id: i32,
+    /// Per-topic data.
+    pub responses: Vec<FetchableTopicResponse>,
+    /// Tag 0 (v16+): endpoints of leaders named in `current_leader`.
+    pub node_endpoints: Vec<NodeEndpoint>,
+}
+
+/// One topic's data.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct FetchableTopicResponse {
+    /// Topic name (v0-12).
+    pub topic: String,
+    /// Topic id (v13+).
+    pub topic_id: Uuid,
+    /// Per-partition data.
+    pub partitions: Vec<PartitionData>,
+}
+
+/// One partition's data.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PartitionData {
+    /// Partition index.
+    pub partition_index: i32,
+    /// Error.
+    pub error_code: i16,
+    /// High watermark.
+    pub high_watermark: i64,
+    /// Last stable offset (v4+), -1 if unknown.
+    pub last_stable_offset: i64,
+    /// Log start offset (v5+), -1 if unknown.
+    pub log_start_offset: i64,
+    /// Tag 0 (v12+): divergence detected from `last_fetched_epoch`.
+    pub diverging_epoch: EpochEndOffset,
+    /// Tag 1 (v12+): current leader on leadership errors.
+    pub current_leader: LeaderIdAndEpoch,
+    /// Tag 2 (v12+): snapshot to fetch when below the log start.
+    pub snapshot_id: SnapshotId,
+    /// Aborted transactions in range (v4+, nullable).
+    pub aborted_transactions: Option<Vec<AbortedTransaction>>,
+    /// Preferred read replica (v11+), -1 if none.
+    pub preferred_read_replica: i32,
+    /// Record batches; may end with a partial batch.
+    pub records: Option<Bytes>,
+}
+
+impl Default for PartitionData {
+    fn default() -> Self {
+        PartitionData {
+            partition_index: 0,
+            error_code: 0,
+            high_watermark: -1,
+            last_stable_offset: -1,
+            log_start_offset: -1,
+            diverging_epoch: EpochEndOffset::default(),
+            current_leader: LeaderIdAndEpoch::default(),
+            snapshot_id: SnapshotId::default(),
+            aborted_transactions: None,
+            preferred_read_replica: -1,
+            records: None,
+        }
+    }
+}
+
+/// Largest epoch and its end offset; (-1, -1) when absent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EpochEndOffset {
+    /// Epoch.
+    pub epoch: i32,
+    /// End offset.
+    pub end_offset: i64,
+}
+
+impl Default for EpochEndOffset {
+    fn default() -> Self {
+        EpochEndOffset {
+            epoch: -1,
+            end_offset: -1,
+        }
+    }
+}
+
+/// Leader id and epoch; (-1, -1) when unknown.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LeaderIdAndEpoch {
+    /// Leader id.
+    pub leader_id: i32,
+    /// Leader epoch.
+    pub leader_epoch: i32,
+}
+
+impl Default for LeaderIdAndEpoch {
+    fn default() -> Self {
+        LeaderIdAndEpoch {
+            leader_id: -1,
+            leader_epoch: -1,
+        }
+    }
+}
+
+/// Snapshot end offset and epoch; (-1, -1) when absent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SnapshotId {
+    /// End offset.
+    pub end_offset: i64,
+    /// Epoch.
+    pub epoch: i32,
+}
+
+impl Default for SnapshotId {
+    fn default() -> Self {
+        SnapshotId {
+            end_offset: -1,
+            epoch: -1,
+        }
+    }
+}
+
+/// An aborted transaction.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct AbortedTransaction {
+    /// Producer id.
+    pub producer_id: i64,
+    /// First offset of the transaction.
+    pub first_offset: i64,
+}
+
+/// A broker endpoint.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct NodeEndpoint {
+    /// Broker id.
+    pub node_id: i32,
+    /// Host.
+    pub host: String,
+    /// Port.
+    pub port: i32,
+    /// Rack.
+    pub rack: Option<String>,
+}
+
+impl FetchResponse {
+    /// Decodes the body.
+    pub fn decode(d: &mut Decoder, version: i16) -> Result<Self> {
+        super::super::check_version(API_KEY, MIN_VERSION, MAX_VERSION, version)?;
+        let flex = flexible(version);
+        let mut r = FetchResponse {
+            throttle_time_ms: d.i32()?,
+            ..Default::default()
+        };
+        if version >= 7 {
+            r.error_code = d.i16()?;
+            r.session_id = d.i32()?;
+        }
+        r.responses = d.array(flex, |d| decode_topic(d, version))?;
+        if flex {
+            d.read_tagged_fields(|tag, f| {
+                if tag == 0 && version >= 16 {
+                    r.node_endpoints = f.array(true, decode_node_endpoint)?;
+                    f.finish()?;
+                }
+                Ok(())
+            })?;
+        }
+        Ok(r)
+    }
+
+    /// Encodes the body. Record data is copied unless `e` is
+    /// [`Encoder::vectored`], in which case it stays a zero-copy segment.
+    pub fn encode(&self, e: &mut Encoder, version: i16) {
+        let flex = flexible(version);
+        e.put_i32(self.throttle_time_ms);
+        if version >= 7 {
+            e.put_i16(self.error_code);
+            e.put_i32(self.session_id);
+        }
+        e.put_array(&self.responses, flex, |e, t| encode_topic(t, e, version));
+        if flex {
+            let mut tags = TaggedFields::new();
+            if version >= 16 && !self.node_endpoints.is_empty() {
+                tags.add(0, |e| {
+                    e.put_array(&self.node_endpoints, true, encode_node_endpoint)
+                });
+            }
+            e.put_tagged_fields(tags);
+        }
+    }
+}
+
+fn decode_topic(d: &mut Decoder, version: i16) -> Result<FetchableTopicResponse> {
+    let flex = flexible(version);
+    let mut t = FetchableTopicResponse::default();
+    if uses_topic_ids(version) {
+        t.topic_id = d.uuid()?;
+    } else {
+        t.topic = d.string(flex)?;
+    }
+    t.partitions = d.array(flex, |d| decode_partition(d, version))?;
+    read_end(d, flex)?;
+    Ok(t)
+}
+
+fn encode_topic(t: &FetchableTopicResponse, e: &mut Encoder, version: i16) {
+    let flex = flexible(version);
+    if uses_topic_ids(version) {
+        e.put_uuid(t.topic_id);
+    } else {
+        e.put_string(&t.topic, flex);
+    }
+    e.put_array(&t.partitions, flex, |e, p| encode_partition(p, e, version));
+    put_end(e, flex);
+}
+
+fn decode_partition(d: &mut Decoder, version: i16) -> Result<PartitionData> {
+    let flex = flexible(version);
+    let mut p = PartitionData {
+        partition_index: d.i32()?,
+        error_code: d.i16()?,
+        high_watermark: d.i64()?,
+        last_stable_offset: d.i64()?,
+        ..Default::default()
+    };
+    if version >= 5 {
+        p.log_start_offset = d.i64()?;
+    }
+    p.aborted_transactions = d.nullable_array(flex, |d| {
+        let a = AbortedTransaction {
+            producer_id: d.i64()?,
+            first_offset: d.i64()?,
+        };
+        read_end(d, flex)?;
+        Ok(a)
+    })?;
+    if version >= 11 {
+        p.preferred_read_replica = d.i32()?;
+    }
+    p.records = d.nullable_bytes(flex)?;
+    if flex {
+        d.read_tagged_fields(|tag, f| read_partition_tag(&mut p, tag, f))?;
+    }
+    Ok(p)
+}
+
+fn read_partition_tag(p: &mut PartitionData, tag: u32, f: &mut Decoder) -> Result<()> {
+    match tag {
+        0 => {
+            p.diverging_epoch = EpochEndOffset {
+                epoch: f.i32()?,
+                end_offset: f.i64()?,
+            }
+        }
+        1 => {
+            p.current_leader = LeaderIdAndEpoch {
+                leader_id: f.i32()?,
+                leader_epoch: f.i32()?,
+            }
+        }
+        2 => {
+            p.snapshot_id = SnapshotId {
+                end_offset: f.i64()?,
+                epoch: f.i32()?,
+            }
+        }
+        _ => return Ok(()),
+    }
+    f.tagged_fields()?;
+    f.finish()
+}
+
+fn encode_partition(p: &PartitionData, e: &mut Encoder, version: i16) {
+    let flex = flexible(version);
+    e.put_i32(p.partition_index);
+    e.put_i16(p.error_code);
+    e.put_i64(p.high_watermark);
+    e.put_i64(p.last_stable_offset);
+    if version >= 5 {
+        e.put_i64(p.log_start_offset);
+    }
+    e.put_nullable_array(p.aborted_transactions.as_deref(), flex, |e, a| {
+        e.put_i64(a.producer_id);
+        e.put_i64(a.first_offset);
+        put_end(e, flex);
+    });
+    if version >= 11 {
+        e.put_i32(p.preferred_read_replica);
+    }
+    e.put_nullable_records(p.records.as_ref(), flex);
+    if flex {
+        e.put_tagged_fields(partition_tags(p));
+    }
+}
+
+fn partition_tags(p: &PartitionData) -> TaggedFields {
+    let mut t = TaggedFields::new();
+    if p.diverging_epoch != EpochEndOffset::default() {
+        t.add(0, |e| {
+            e.put_i32(p.diverging_epoch.epoch);
+            e.put_i64(p.diverging_epoch.end_offset);
+            e.put_empty_tagged_fields();
+        });
+    }
+    if p.current_leader != LeaderIdAndEpoch::default() {
+        t.add(1, |e| {
+            e.put_i32(p.current_leader.leader_id);
+            e.put_i32(p.current_leader.leader_epoch);
+            e.put_empty_tagged_fields();
+        });
+    }
+    if p.snapshot_id != SnapshotId::default() {
+        t.add(2, |e| {
+            e.put_i64(p.snapshot_id.end_offset);
+            e.put_i32(p.snapshot_id.epoch);
+            e.put_empty_tagged_fields();
+        });
+    }
+    t
+}
+
+fn decode_node_endpoint(d: &mut Decoder) -> Result<NodeEndpoint> {
+    let n = NodeEndpoint {
+        node_id: d.i32()?,
+        host: d.string(true)?,
+        port: d.i32()?,
+        rack: d.nullable_string(true)?,
+    };
+    d.tagged_fields()?;
+    Ok(n)
+}
+
+fn encode_node_endpoint(e: &mut Encoder, n: &NodeEndpoint) {
+    e.put_i32(n.node_id);
+    e.put_string(&n.host, true);
+    e.put_i32(n.port);
+    e.put_nullable_string(n.rack.as_deref(), true);
+    e.put_empty_tagged_fields();
+}

@@ -1,0 +1,27 @@
+//! One module per Kafka API. Each declares its key and version range and defines
+//! `XRequest` / `XResponse` with `decode(d, version)` and `encode(e, version)`.
+//! Field names are Kafka's JSON schema names in snake_case; fields absent from a
+//! version take the schema default when decoded and are skipped when encoded.
+
+pub mod api_versions;
+pub mod create_topics;
+pub mod delete_topics;
+pub mod describe_cluster;
+pub mod fetch;
+pub mod list_offsets;
+pub mod metadata;
+pub mod produce;
+
+use crate::error::{ProtocolError, Result};
+
+/// Errors unless `min <= version <= max`.
+pub(crate) fn check_version(api_key: i16, min: i16, max: i16, version: i16) -> Result<()> {
+    if (min..=max).contains(&version) {
+        Ok(())
+    } else {
+        Err(ProtocolError::UnsupportedVersion {
+            api_key,
+            api_version: version,
+        })
+    }
+}

@@ -1,0 +1,367 @@
+//! Produce (key 0): append record batches to partitions.
+
+use bytes::Bytes;
+
+use crate::codec::{Decoder, Encoder, TaggedFields, Uuid};
+use crate::error::Result;
+
+/// API key.
+pub const API_KEY: i16 = 0;
+/// Lowest implemented version (Kafka 4 dropped 0-2).
+pub const MIN_VERSION: i16 = 3;
+/// Highest implemented version.
+pub const MAX_VERSION: i16 = 11;
+/// First flexible version.
+pub const FLEXIBLE_MIN_VERSION: i16 = 9;
+
+fn flexible(version: i16) -> bool {
+    version >= FLEXIBLE_MIN_VERSION
+}
+
+/// Produce request.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ProduceRequest {
+    /// Transactional id, `None` for non-transactional producers.
+    pub transactional_id: Option<String>,
+    /// 0, 1 or -1 (all in-sync replicas).
+    pub acks: i16,
+    /// How long to wait for acks.
+    pub timeout_ms: i32,
+    /// Data per topic.
+    pub topic_data: Vec<TopicProduceData>,
+}
+
+/// Data for one topic.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct TopicProduceData {
+    /// Topic name.
+    pub name: String,
+    /// Topic id; only on the wire from v13, so always zero in 3-11.
+    pub topic_id: Uuid,
+    /// Data per partition.
+    pub partition_data: Vec<PartitionProduceData>,
+}
+
+/// Data for one partition.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct PartitionProduceData {
+    /// Partition index.
+    pub index: i32,
+    /// Record batches: a zero-copy slice of the request frame.
+    pub records: Option<Bytes>,
+}
+
+impl ProduceRequest {
+    /// Decodes the body.
+    pub fn decode(d: &mut Decoder, version: i16) -> Result<Self> {
+        super::check_version(API_KEY, MIN_VERSION, MAX_VERSION, version)?;
+        let flex = flexible(version);
+        let r = ProduceRequest {
+            transactional_id: d.nullable_string(flex)?,
+            acks: d.i16()?,
+            timeout_ms: d.i32()?,
+            topic_data: d.array(flex, |d| decode_topic(d, flex))?,
+        };
+        if flex {
+            d.tagged_fields()?;
+        }
+        Ok(r)
+    }
+
+    /// Encodes the body.
+    pub fn encode(&self, e: &mut Encoder, version: i16) {
+        let flex = flexible(version);
+        e.put_nullable_string(self.transactional_id.as_deref(), flex);
+        e.put_i16(self.acks);
+        e.put_i32(self.timeout_ms);
+        e.put_array(&self.topic_data, flex, |e, t| {
+            e.put_string(&t.name, flex);
+            e.put_array(&t.partition_data, flex, |e, p| {
+                e.put_i32(p.index);
+                e.put_nullable_records(p.records.as_ref(), flex);
+                put_end(e, flex);
+            });
+            put_end(e, flex);
+        });
+        put_end(e, flex);
+    }
+}
+
+fn put_end(e: &mut Encoder, flex: bool) {
+    if flex {
+        e.put_empty_tagged_fields();
+    }
+}
+
+fn read_end(d: &mut Decoder, flex: bool) -> Result<()> {
+    if flex {
+        d.tagged_fields()?;
+    }
+    Ok(())
+}
+
+fn decode_topic(d: &mut Decoder, flex: bool) -> Result<TopicProduceData> {
+    let t = TopicProduceData {
+        name: d.string(flex)?,
+        topic_id: Uuid::ZERO,
+        partition_data: d.array(flex, |d| {
+            let p = PartitionProduceData {
+                index: d.i32()?,
+                records: d.nullable_bytes(flex)?,
+            };
+            read_end(d, flex)?;
+            Ok(p)
+        })?,
+    };
+    read_end(d, flex)?;
+    Ok(t)
+}
+
+/// Produce response.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ProduceResponse {
+    /// Results per topic.
+    pub responses: Vec<TopicProduceResponse>,
+    /// Throttle time.
+    pub throttle_time_ms: i32,
+    /// Tag 0 (v10+): endpoints of leaders named in `current_leader` fields.
+    pub node_endpoints: Vec<NodeEndpoint>,
+}
+
+/// Results for one topic.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct TopicProduceResponse {
+    /// Topic name.
+    pub name: String,
+    /// Topic id; only on the wire from v13, so always zero in 3-11.
+    pub topic_id: Uuid,
+    /// Results per partition.
+    pub partition_responses: Vec<PartitionProduceResponse>,
+}
+
+/// Result for one partition.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PartitionProduceResponse {
+    /// Partition index.
+    pub index: i32,
+    /// Error.
+    pub error_code: i16,
+    /// Offset of the first appended record.
+    pub base_offset: i64,
+    /// Broker append time for LogAppendTime topics, else -1.
+    pub log_append_time_ms: i64,
+    /// v5+, -1 if unknown.
+    pub log_start_offset: i64,
+    /// v8+: records that made the batch fail.
+    pub record_errors: Vec<BatchIndexAndErrorMessage>,
+    /// v8+.
+    pub error_message: Option<String>,
+    /// Tag 0 (v10+): new leader after NOT_LEADER_OR_FOLLOWER (KIP-951).
+    pub current_leader: LeaderIdAndEpoch,
+}
+
+impl Default for PartitionProduceResponse {
+    fn default() -> Self {
+        PartitionProduceResponse {
+            index: 0,
+            error_code: 0,
+            base_offset: -1,
+            log_append_time_ms: -1,
+            log_start_offset: -1,
+            record_errors: Vec::new(),
+            error_message: None,
+            current_leader: LeaderIdAndEpoch::default(),
+        }
+    }
+}
+
+/// A failed record within a batch.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct BatchIndexAndErrorMessage {
+    /// Index of the record in the batch.
+    pub batch_index: i32,
+    /// Why it failed.
+    pub batch_index_error_message: Option<String>,
+}
+
+/// Leader id and epoch; (-1, -1) when unknown.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LeaderIdAndEpoch {
+    /// Leader broker id.
+    pub leader_id: i32,
+    /// Leader epoch.
+    pub leader_epoch: i32,
+}
+
+impl Default for LeaderIdAndEpoch {
+    fn default() -> Self {
+        LeaderIdAndEpoch {
+            leader_id: -1,
+            leader_epoch: -1,
+        }
+    }
+}
+
+/// A broker endpoint.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct NodeEndpoint {
+    /// Broker id.
+    pub node_id: i32,
+    /// Host.
+    pub host: String,
+    /// Port.
+    pub port: i32,
+    /// Rack.
+    pub rack: Option<String>,
+}
+
+impl ProduceResponse {
+    /// Decodes the body.
+    pub fn decode(d: &mut Decoder, version: i16) -> Result<Self> {
+        super::check_version(API_KEY, MIN_VERSION, MAX_VERSION, version)?;
+        let flex = flexible(version);
+        let mut r = ProduceResponse {
+            responses: d.array(flex, |d| decode_topic_response(d, version))?,
+            throttle_time_ms: d.i32()?,
+            node_endpoints: Vec::new(),
+        };
+        if flex {
+            d.read_tagged_fields(|tag, f| {
+                if tag == 0 && version >= 10 {
+                    r.node_endpoints = f.array(true, decode_node_endpoint)?;
+                    f.finish()?;
+                }
+                Ok(())
+            })?;
+        }
+        Ok(r)
+    }
+
+    /// Encodes the body.
+    pub fn encode(&self, e: &mut Encoder, version: i16) {
+        let flex = flexible(version);
+        e.put_array(&self.responses, flex, |e, t| {
+            encode_topic_response(t, e, version)
+        });
+        e.put_i32(self.throttle_time_ms);
+        if flex {
+            let mut tags = TaggedFields::new();
+            if version >= 10 && !self.node_endpoints.is_empty() {
+                tags.add(0, |e| {
+                    e.put_array(&self.node_endpoints, true, encode_node_endpoint)
+                });
+            }
+            e.put_tagged_fields(tags);
+        }
+    }
+}
+
+fn decode_topic_response(d: &mut Decoder, version: i16) -> Result<TopicProduceResponse> {
+    let flex = flexible(version);
+    let t = TopicProduceResponse {
+        name: d.string(flex)?,
+        topic_id: Uuid::ZERO,
+        partition_responses: d.array(flex, |d| decode_partition_response(d, version))?,
+    };
+    read_end(d, flex)?;
+    Ok(t)
+}
+
+fn encode_topic_response(t: &TopicProduceResponse, e: &mut Encoder, version: i16) {
+    let flex = flexible(version);
+    e.put_string(&t.name, flex);
+    e.put_array(&t.partition_responses, flex, |e, p| {
+        encode_partition_response(p, e, version)
+    });
+    put_end(e, flex);
+}
+
+fn decode_partition_response(d: &mut Decoder, version: i16) -> Result<PartitionProduceResponse> {
+    let flex = flexible(version);
+    let mut p = PartitionProduceResponse {
+        index: d.i32()?,
+        error_code: d.i16()?,
+        base_offset: d.i64()?,
+        log_append_time_ms: d.i64()?,
+        ..Default::default()
+    };
+    if version >= 5 {
+        p.log_start_offset = d.i64()?;
+    }
+    if version >= 8 {
+        p.record_errors = d.array(flex, |d| decode_record_error(d, flex))?;
+        p.error_message = d.nullable_string(flex)?;
+    }
+    if flex {
+        d.read_tagged_fields(|tag, f| {
+            if tag == 0 && version >= 10 {
+                p.current_leader = LeaderIdAndEpoch {
+                    leader_id: f.i32()?,
+                    leader_epoch: f.i32()?,
+                };
+                f.tagged_fields()?;
+                f.finish()?;
+            }
+            Ok(())
+        })?;
+    }
+    Ok(p)
+}
+
+fn encode_partition_response(p: &PartitionProduceResponse, e: &mut Encoder, version: i16) {
+    let flex = flexible(version);
+    e.put_i32(p.index);
+    e.put_i16(p.error_code);
+    e.put_i64(p.base_offset);
+    e.put_i64(p.log_append_time_ms);
+    if version >= 5 {
+        e.put_i64(p.log_start_offset);
+    }
+    if version >= 8 {
+        e.put_array(&p.record_errors, flex, |e, r| {
+            e.put_i32(r.batch_index);
+            e.put_nullable_string(r.batch_index_error_message.as_deref(), flex);
+            put_end(e, flex);
+        });
+        e.put_nullable_string(p.error_message.as_deref(), flex);
+    }
+    if flex {
+        let mut tags = TaggedFields::new();
+        if version >= 10 && p.current_leader != LeaderIdAndEpoch::default() {
+            tags.add(0, |e| {
+                e.put_i32(p.current_leader.leader_id);
+                e.put_i32(p.current_leader.leader_epoch);
+                e.put_empty_tagged_fields();
+            });
+        }
+        e.put_tagged_fields(tags);
+    }
+}
+
+fn decode_record_error(d: &mut Decoder, flex: bool) -> Result<BatchIndexAndErrorMessage> {
+    let r = BatchIndexAndErrorMessage {
+        batch_index: d.i32()?,
+        batch_index_error_message: d.nullable_string(flex)?,
+    };
+    read_end(d, flex)?;
+    Ok(r)
+}
+
+fn decode_node_endpoint(d: &mut Decoder) -> Result<NodeEndpoint> {
+    let n = NodeEndpoint {
+        node_id: d.i32()?,
+        host: d.string(true)?,
+        port: d.i32()?,
+        rack: d.nullable_string(true)?,
+    };
+    d.tagged_fields()?;
+    Ok(n)
+}
+
+fn encode_node_endpoint(e: &mut Encoder, n: &NodeEndpoint) {
+    e.put_i32(n.node_id);
+    e.put_string(&n.host, true);
+    e.put_i32(n.port);
+    e.put_nullable_string(n.rack.as_deref(), true);
+    e.put_empty_tagged_fields();
+}

@@ -1,0 +1,532 @@
+//! Sample messages for every supported API and version. Fields a version does
+//! not carry keep their defaults, so encode→decode must reproduce them exactly.
+#![allow(dead_code)]
+
+use bytes::Bytes;
+use sluice_protocol::messages::{
+    api_versions, create_topics as ct, delete_topics as dt, describe_cluster as dc, fetch,
+    list_offsets as lo, metadata as md, produce,
+};
+use sluice_protocol::{ApiKey, RecordBatchBuilder, RequestBody, ResponseBody, Uuid, SUPPORTED};
+
+/// Every (api, version) pair Sluice implements.
+pub fn all_versions() -> Vec<(ApiKey, i16)> {
+    SUPPORTED
+        .iter()
+        .flat_map(|&(key, min, max)| (min..=max).map(move |v| (key, v)))
+        .collect()
+}
+
+pub fn records() -> Bytes {
+    RecordBatchBuilder::new(1_700_000_000_000)
+        .record(Some(b"k"), Some(b"hello"))
+        .record(None, Some(b"world"))
+        .build()
+}
+
+fn topic_id() -> Uuid {
+    Uuid::from_u128(0x0123_4567_89ab_cdef_0011_2233_4455_6677)
+}
+
+pub fn request(key: ApiKey, v: i16) -> RequestBody {
+    match key {
+        ApiKey::ApiVersions => RequestBody::ApiVersions(api_versions_request(v)),
+        ApiKey::Metadata => RequestBody::Metadata(metadata_request(v)),
+        ApiKey::Produce => RequestBody::Produce(produce_request(v)),
+        ApiKey::Fetch => RequestBody::Fetch(fetch_request(v)),
+        ApiKey::ListOffsets => RequestBody::ListOffsets(list_offsets_request(v)),
+        ApiKey::CreateTopics => RequestBody::CreateTopics(create_topics_request(v)),
+        ApiKey::DeleteTopics => RequestBody::DeleteTopics(delete_topics_request(v)),
+        ApiKey::DescribeCluster => RequestBody::DescribeCluster(describe_cluster_request(v)),
+        other => panic!("no sample for {other:?}"),
+    }
+}
+
+pub fn response(key: ApiKey, v: i16) -> ResponseBody {
+    match key {
+        ApiKey::ApiVersions => ResponseBody::ApiVersions(api_versions_response(v)),
+        ApiKey::Metadata => ResponseBody::Metadata(metadata_response(v)),
+        ApiKey::Produce => ResponseBody::Produce(produce_response(v)),
+        ApiKey::Fetch => ResponseBody::Fetch(fetch_response(v)),
+        ApiKey::ListOffsets => ResponseBody::ListOffsets(list_offsets_response(v)),
+        ApiKey::CreateTopics => ResponseBody::CreateTopics(create_topics_response(v)),
+        ApiKey::DeleteTopics => ResponseBody::DeleteTopics(delete_topics_response(v)),
+        ApiKey::DescribeCluster => ResponseBody::DescribeCluster(describe_cluster_response(v)),
+        other => panic!("no sample for {other:?}"),
+    }
+}
+
+fn api_versions_request(v: i16) -> api_versions::ApiVersionsRequest {
+    let mut r = api_versions::ApiVersionsRequest::default();
+    if v >= 3 {
+        r.client_software_name = "apache-kafka-java".into();
+        r.client_software_version = "4.1.0".into();
+    }
+    r
+}
+
+fn api_versions_response(v: i16) -> api_versions::ApiVersionsResponse {
+    let mut r = api_versions::ApiVersionsResponse::supported();
+    if v >= 1 {
+        r.throttle_time_ms = 17;
+    }
+    if v >= 3 {
+        r.supported_features = vec![api_versions::SupportedFeatureKey {
+            name: "metadata.version".into(),
+            min_version: 7,
+            max_version: 26,
+        }];
+        r.finalized_features_epoch = 42;
+        r.finalized_features = vec![api_versions::FinalizedFeatureKey {
+            name: "metadata.version".into(),
+            max_version_level: 26,
+            min_version_level: 26,
+        }];
+        r.zk_migration_ready = true;
+    }
+    r
+}
+
+fn metadata_request(v: i16) -> md::MetadataRequest {
+    let topic = |name: &str| md::MetadataRequestTopic {
+        topic_id: if v >= 10 { topic_id() } else { Uuid::ZERO },
+        name: Some(name.into()),
+    };
+    let mut topics = vec![topic("orders"), topic("payments")];
+    if v >= 10 {
+        topics.push(md::MetadataRequestTopic {
+            topic_id: topic_id(),
+            name: None,
+        });
+    }
+    md::MetadataRequest {
+        topics: Some(topics),
+        allow_auto_topic_creation: v < 4,
+        include_cluster_authorized_operations: (8..=10).contains(&v),
+        include_topic_authorized_operations: v >= 8,
+    }
+}
+
+fn metadata_response(v: i16) -> md::MetadataResponse {
+    let partition = |i: i32| md::MetadataResponsePartition {
+        error_code: if i == 1 { 5 } else { 0 },
+        partition_index: i,
+        leader_id: 1,
+        leader_epoch: if v >= 7 { 9 } else { -1 },
+        replica_nodes: vec![1, 2, 3],
+        isr_nodes: vec![1, 2],
+        offline_replicas: if v >= 5 { vec![3] } else { vec![] },
+    };
+    md::MetadataResponse {
+        throttle_time_ms: if v >= 3 { 5 } else { 0 },
+        brokers: vec![md::MetadataResponseBroker {
+            node_id: 1,
+            host: "broker-1.local".into(),
+            port: 9092,
+            rack: if v >= 1 { Some("rack-a".into()) } else { None },
+        }],
+        cluster_id: if v >= 2 {
+            Some("sluice-cluster".into())
+        } else {
+            None
+        },
+        controller_id: if v >= 1 { 1 } else { -1 },
+        topics: vec![md::MetadataResponseTopic {
+            error_code: 0,
+            name: Some("orders".into()),
+            topic_id: if v >= 10 { topic_id() } else { Uuid::ZERO },
+            is_internal: v >= 1,
+            partitions: vec![partition(0), partition(1)],
+            topic_authorized_operations: if v >= 8 { 0x0ff8 } else { i32::MIN },
+        }],
+        cluster_authorized_operations: if (8..=10).contains(&v) { 7 } else { i32::MIN },
+    }
+}
+
+fn produce_request(v: i16) -> produce::ProduceRequest {
+    produce::ProduceRequest {
+        transactional_id: if v % 2 == 0 {
+            Some("txn-1".into())
+        } else {
+            None
+        },
+        acks: -1,
+        timeout_ms: 30_000,
+        topic_data: vec![produce::TopicProduceData {
+            name: "orders".into(),
+            topic_id: Uuid::ZERO,
+            partition_data: vec![
+                produce::PartitionProduceData {
+                    index: 0,
+                    records: Some(records()),
+                },
+                produce::PartitionProduceData {
+                    index: 1,
+                    records: None,
+                },
+            ],
+        }],
+    }
+}
+
+fn produce_response(v: i16) -> produce::ProduceResponse {
+    let mut p = produce::PartitionProduceResponse {
+        index: 0,
+        error_code: 6,
+        base_offset: 1234,
+        log_append_time_ms: 1_700_000_000_123,
+        ..Default::default()
+    };
+    if v >= 5 {
+        p.log_start_offset = 100;
+    }
+    if v >= 8 {
+        p.record_errors = vec![produce::BatchIndexAndErrorMessage {
+            batch_index: 3,
+            batch_index_error_message: Some("bad record".into()),
+        }];
+        p.error_message = Some("batch rejected".into());
+    }
+    let mut r = produce::ProduceResponse {
+        responses: vec![produce::TopicProduceResponse {
+            name: "orders".into(),
+            topic_id: Uuid::ZERO,
+            partition_responses: vec![p],
+        }],
+        throttle_time_ms: 3,
+        node_endpoints: vec![],
+    };
+    if v >= 10 {
+        r.responses[0].partition_responses[0].current_leader = produce::LeaderIdAndEpoch {
+            leader_id: 2,
+            leader_epoch: 8,
+        };
+        r.node_endpoints = vec![produce::NodeEndpoint {
+            node_id: 2,
+            host: "broker-2".into(),
+            port: 9093,
+            rack: None,
+        }];
+    }
+    r
+}
+
+fn fetch_request(v: i16) -> fetch::FetchRequest {
+    let by_id = v >= 13;
+    let mut part = fetch::FetchPartition {
+        partition: 2,
+        fetch_offset: 77,
+        partition_max_bytes: 1 << 20,
+        ..Default::default()
+    };
+    if v >= 9 {
+        part.current_leader_epoch = 4;
+    }
+    if v >= 12 {
+        part.last_fetched_epoch = 3;
+    }
+    if v >= 5 {
+        part.log_start_offset = 10;
+    }
+    if v >= 17 {
+        part.replica_directory_id = Uuid::from_u128(99);
+    }
+    let mut r = fetch::FetchRequest {
+        max_wait_ms: 500,
+        min_bytes: 1,
+        max_bytes: 50 << 20,
+        isolation_level: 1,
+        topics: vec![fetch::FetchTopic {
+            topic: if by_id {
+                String::new()
+            } else {
+                "orders".into()
+            },
+            topic_id: if by_id { topic_id() } else { Uuid::ZERO },
+            partitions: vec![part],
+        }],
+        ..Default::default()
+    };
+    if v <= 14 {
+        r.replica_id = -1;
+    } else {
+        r.replica_state = fetch::ReplicaState {
+            replica_id: 3,
+            replica_epoch: 1000,
+        };
+    }
+    if v >= 7 {
+        r.session_id = 12;
+        r.session_epoch = 2;
+        r.forgotten_topics_data = vec![fetch::ForgottenTopic {
+            topic: if by_id { String::new() } else { "old".into() },
+            topic_id: if by_id {
+                Uuid::from_u128(5)
+            } else {
+                Uuid::ZERO
+            },
+            partitions: vec![0, 1],
+        }];
+    }
+    if v >= 11 {
+        r.rack_id = "rack-b".into();
+    }
+    if v >= 12 {
+        r.cluster_id = Some("sluice-cluster".into());
+    }
+    r
+}
+
+fn fetch_response(v: i16) -> fetch::FetchResponse {
+    let by_id = v >= 13;
+    let mut p = fetch::PartitionData {
+        partition_index: 2,
+        error_code: 0,
+        high_watermark: 500,
+        last_stable_offset: 490,
+        aborted_transactions: Some(vec![fetch::AbortedTransaction {
+            producer_id: 9,
+            first_offset: 450,
+        }]),
+        records: Some(records()),
+        ..Default::default()
+    };
+    if v >= 5 {
+        p.log_start_offset = 0;
+    }
+    if v >= 11 {
+        p.preferred_read_replica = 2;
+    }
+    if v >= 12 {
+        p.diverging_epoch = fetch::EpochEndOffset {
+            epoch: 3,
+            end_offset: 400,
+        };
+        p.current_leader = fetch::LeaderIdAndEpoch {
+            leader_id: 1,
+            leader_epoch: 4,
+        };
+        p.snapshot_id = fetch::SnapshotId {
+            end_offset: 300,
+            epoch: 2,
+        };
+    }
+    let empty = fetch::PartitionData {
+        partition_index: 3,
+        error_code: 1,
+        ..Default::default()
+    };
+    let mut r = fetch::FetchResponse {
+        throttle_time_ms: 1,
+        responses: vec![fetch::FetchableTopicResponse {
+            topic: if by_id {
+                String::new()
+            } else {
+                "orders".into()
+            },
+            topic_id: if by_id { topic_id() } else { Uuid::ZERO },
+            partitions: vec![p, empty],
+        }],
+        ..Default::default()
+    };
+    if v >= 7 {
+        r.error_code = 0;
+        r.session_id = 12;
+    }
+    if v >= 16 {
+        r.node_endpoints = vec![fetch::NodeEndpoint {
+            node_id: 1,
+            host: "broker-1".into(),
+            port: 9092,
+            rack: Some("rack-a".into()),
+        }];
+    }
+    r
+}
+
+fn list_offsets_request(v: i16) -> lo::ListOffsetsRequest {
+    lo::ListOffsetsRequest {
+        replica_id: -1,
+        isolation_level: if v >= 2 { 1 } else { 0 },
+        topics: vec![lo::ListOffsetsTopic {
+            name: "orders".into(),
+            partitions: vec![
+                lo::ListOffsetsPartition {
+                    partition_index: 0,
+                    current_leader_epoch: if v >= 4 { 5 } else { -1 },
+                    timestamp: lo::EARLIEST_TIMESTAMP,
+                },
+                lo::ListOffsetsPartition {
+                    partition_index: 1,
+                    current_leader_epoch: -1,
+                    timestamp: 1_700_000_000_000,
+                },
+            ],
+        }],
+    }
+}
+
+fn list_offsets_response(v: i16) -> lo::ListOffsetsResponse {
+    lo::ListOffsetsResponse {
+        throttle_time_ms: if v >= 2 { 4 } else { 0 },
+        topics: vec![lo::ListOffsetsTopicResponse {
+            name: "orders".into(),
+            partitions: vec![lo::ListOffsetsPartitionResponse {
+                partition_index: 0,
+                error_code: 0,
+                timestamp: 1_700_000_000_000,
+                offset: 42,
+                leader_epoch: if v >= 4 { 5 } else { -1 },
+            }],
+        }],
+    }
+}
+
+fn create_topics_request(_v: i16) -> ct::CreateTopicsRequest {
+    ct::CreateTopicsRequest {
+        topics: vec![
+            ct::CreatableTopic {
+                name: "orders".into(),
+                num_partitions: 6,
+                replication_factor: 3,
+                assignments: vec![],
+                configs: vec![
+                    ct::CreatableTopicConfig {
+                        name: "cleanup.policy".into(),
+                        value: Some("compact".into()),
+                    },
+                    ct::CreatableTopicConfig {
+                        name: "retention.ms".into(),
+                        value: None,
+                    },
+                ],
+            },
+            ct::CreatableTopic {
+                name: "manual".into(),
+                num_partitions: -1,
+                replication_factor: -1,
+                assignments: vec![ct::CreatableReplicaAssignment {
+                    partition_index: 0,
+                    broker_ids: vec![1, 2],
+                }],
+                configs: vec![],
+            },
+        ],
+        timeout_ms: 15_000,
+        validate_only: true,
+    }
+}
+
+fn create_topics_response(v: i16) -> ct::CreateTopicsResponse {
+    let mut ok = ct::CreatableTopicResult {
+        name: "orders".into(),
+        ..Default::default()
+    };
+    let failed = ct::CreatableTopicResult {
+        name: "manual".into(),
+        error_code: 36,
+        error_message: Some("Topic 'manual' already exists.".into()),
+        ..Default::default()
+    };
+    if v >= 7 {
+        ok.topic_id = topic_id();
+    }
+    if v >= 5 {
+        ok.num_partitions = 6;
+        ok.replication_factor = 3;
+        ok.topic_config_error_code = 29;
+        ok.configs = Some(vec![ct::CreatableTopicConfigs {
+            name: "cleanup.policy".into(),
+            value: Some("compact".into()),
+            read_only: false,
+            config_source: 1,
+            is_sensitive: false,
+        }]);
+    }
+    ct::CreateTopicsResponse {
+        throttle_time_ms: 2,
+        topics: vec![ok, failed],
+    }
+}
+
+fn delete_topics_request(v: i16) -> dt::DeleteTopicsRequest {
+    let mut r = dt::DeleteTopicsRequest {
+        timeout_ms: 10_000,
+        ..Default::default()
+    };
+    if v >= 6 {
+        r.topics = vec![
+            dt::DeleteTopicState {
+                name: Some("orders".into()),
+                topic_id: Uuid::ZERO,
+            },
+            dt::DeleteTopicState {
+                name: None,
+                topic_id: topic_id(),
+            },
+        ];
+    } else {
+        r.topic_names = vec!["orders".into(), "payments".into()];
+    }
+    r
+}
+
+fn delete_topics_response(v: i16) -> dt::DeleteTopicsResponse {
+    let mut res = dt::DeletableTopicResult {
+        name: Some("orders".into()),
+        error_code: 3,
+        ..Default::default()
+    };
+    if v >= 6 {
+        res.topic_id = topic_id();
+    }
+    if v >= 5 {
+        res.error_message = Some("unknown topic".into());
+    }
+    let mut results = vec![res];
+    if v >= 6 {
+        results.push(dt::DeletableTopicResult {
+            name: None,
+            topic_id: Uuid::from_u128(8),
+            error_code: 100,
+            error_message: None,
+        });
+    }
+    dt::DeleteTopicsResponse {
+        throttle_time_ms: 1,
+        responses: results,
+    }
+}
+
+fn describe_cluster_request(v: i16) -> dc::DescribeClusterRequest {
+    dc::DescribeClusterRequest {
+        include_cluster_authorized_operations: true,
+        endpoint_type: if v >= 1 { 2 } else { 1 },
+    }
+}
+
+fn describe_cluster_response(v: i16) -> dc::DescribeClusterResponse {
+    dc::DescribeClusterResponse {
+        throttle_time_ms: 0,
+        error_code: 0,
+        error_message: None,
+        endpoint_type: if v >= 1 { 2 } else { 1 },
+        cluster_id: "sluice-cluster".into(),
+        controller_id: 1,
+        brokers: vec![
+            dc::DescribeClusterBroker {
+                broker_id: 1,
+                host: "broker-1".into(),
+                port: 9092,
+                rack: Some("rack-a".into()),
+            },
+            dc::DescribeClusterBroker {
+                broker_id: 2,
+                host: "broker-2".into(),
+                port: 9092,
+                rack: None,
+            },
+        ],
+        cluster_authorized_operations: 0x1234,
+    }
+}

@@ -1,0 +1,195 @@
+//! Encode→decode round trips for every supported API and version.
+
+mod common;
+
+use bytes::Bytes;
+use common::{all_versions, request, response};
+use sluice_protocol::messages::api_versions::ApiVersionsResponse;
+use sluice_protocol::{
+    decode_request, decode_response, encode_request, encode_response, ApiKey, Decoder, Encoder,
+    ErrorCode, ProtocolError, RequestBody, RequestHeader, ResponseBody,
+};
+
+fn body_of(frame: bytes::BytesMut) -> Bytes {
+    let frame = frame.freeze();
+    let size = i32::from_be_bytes([frame[0], frame[1], frame[2], frame[3]]);
+    assert_eq!(size as usize, frame.len() - 4, "size prefix");
+    frame.slice(4..)
+}
+
+#[test]
+fn requests_round_trip_every_version() {
+    let mut n = 0;
+    for (key, v) in all_versions() {
+        let body = request(key, v);
+        let mut e = Encoder::new();
+        body.encode(&mut e, v);
+        let mut d = Decoder::new(e.into_inner().freeze());
+        let back =
+            RequestBody::decode(&mut d, key, v).unwrap_or_else(|e| panic!("{key:?} v{v}: {e}"));
+        d.finish().unwrap();
+        assert_eq!(back, body, "{key:?} v{v}");
+
+        let header = RequestHeader {
+            api_key: key.as_i16(),
+            api_version: v,
+            correlation_id: 1000 + i32::from(v),
+            client_id: Some("roundtrip".into()),
+        };
+        let frame = body_of(encode_request(&header, &body));
+        let (h2, b2) = decode_request(frame).unwrap_or_else(|e| panic!("{key:?} v{v}: {e}"));
+        assert_eq!((h2, b2), (header, body), "{key:?} v{v} frame");
+        n += 1;
+    }
+    assert_eq!(n, 5 + 13 + 9 + 14 + 9 + 6 + 6 + 2);
+}
+
+#[test]
+fn responses_round_trip_every_version() {
+    for (key, v) in all_versions() {
+        let body = response(key, v);
+        let frame = body_of(encode_response(77, key.as_i16(), v, &body));
+        let (h, back) =
+            decode_response(frame, key.as_i16(), v).unwrap_or_else(|e| panic!("{key:?} v{v}: {e}"));
+        assert_eq!(h.correlation_id, 77);
+        assert_eq!(back, body, "{key:?} v{v}");
+    }
+}
+
+#[test]
+fn record_fields_are_zero_copy_slices_of_the_frame() {
+    let body = request(ApiKey::Produce, 9);
+    let header = RequestHeader {
+        api_key: 0,
+        api_version: 9,
+        correlation_id: 1,
+        client_id: None,
+    };
+    let frame = body_of(encode_request(&header, &body));
+    let range = frame.as_ptr_range();
+    let (_, decoded) = decode_request(frame.clone()).unwrap();
+    let RequestBody::Produce(p) = decoded else {
+        panic!("not produce")
+    };
+    let records = p.topic_data[0].partition_data[0].records.clone().unwrap();
+    assert!(range.contains(&records.as_ptr()));
+}
+
+#[test]
+fn unsupported_and_unknown_keep_the_header() {
+    // Fetch v3 (dropped in Kafka 4) and an undefined API key 999.
+    for (key, version, want) in [
+        (
+            1i16,
+            3i16,
+            ProtocolError::UnsupportedVersion {
+                api_key: 1,
+                api_version: 3,
+            },
+        ),
+        (999, 0, ProtocolError::UnknownApiKey(999)),
+        (
+            8,
+            9,
+            ProtocolError::UnsupportedVersion {
+                api_key: 8,
+                api_version: 9,
+            },
+        ),
+    ] {
+        let mut e = Encoder::new();
+        RequestHeader {
+            api_key: key,
+            api_version: version,
+            correlation_id: 5,
+            client_id: Some("c".into()),
+        }
+        .encode(&mut e);
+        e.put_raw(&[1, 2, 3]);
+        let err = decode_request(e.into_inner().freeze()).unwrap_err();
+        assert_eq!(err.error, want);
+        assert_eq!(err.header.unwrap().correlation_id, 5);
+    }
+    let err = decode_request(Bytes::from_static(&[0, 18, 0])).unwrap_err();
+    assert!(err.header.is_none());
+}
+
+#[test]
+fn trailing_bytes_are_rejected() {
+    let header = RequestHeader {
+        api_key: 60,
+        api_version: 0,
+        correlation_id: 1,
+        client_id: None,
+    };
+    let mut frame = encode_request(&header, &request(ApiKey::DescribeCluster, 0));
+    frame.extend_from_slice(&[0]);
+    let err = decode_request(body_of_unchecked(frame)).unwrap_err();
+    assert_eq!(err.error, ProtocolError::TrailingBytes);
+}
+
+fn body_of_unchecked(frame: bytes::BytesMut) -> Bytes {
+    frame.freeze().slice(4..)
+}
+
+#[test]
+fn too_new_api_versions_gets_v0_unsupported_version_answer() {
+    // A client probing with ApiVersions v9: answer is header v0 + body v0.
+    let body = ResponseBody::ApiVersions(ApiVersionsResponse::unsupported_version());
+    let frame = body_of(encode_response(3, 18, 9, &body));
+    let (h, back) = decode_response(frame.clone(), 18, 0).unwrap();
+    assert_eq!(h.correlation_id, 3);
+    let ResponseBody::ApiVersions(r) = back else {
+        panic!("not api versions")
+    };
+    assert_eq!(r.error_code, ErrorCode::UNSUPPORTED_VERSION.0);
+    assert!(r
+        .api_keys
+        .iter()
+        .any(|k| k.api_key == 18 && k.max_version == 4));
+    // v0 layout: correlation id, error code, non-compact array length.
+    assert_eq!(&frame[4..6], &[0, 35]);
+    assert_eq!(&frame[6..10], &(r.api_keys.len() as i32).to_be_bytes());
+}
+
+#[test]
+fn metadata_v0_empty_topics_means_all() {
+    let all = sluice_protocol::messages::metadata::MetadataRequest::default();
+    let mut e = Encoder::new();
+    all.encode(&mut e, 0);
+    assert_eq!(e.as_slice(), &[0, 0, 0, 0]);
+    let back = sluice_protocol::messages::metadata::MetadataRequest::decode(
+        &mut Decoder::new(e.into_inner().freeze()),
+        0,
+    )
+    .unwrap();
+    assert_eq!(back.topics, None);
+}
+
+#[test]
+fn vectored_encoding_matches_contiguous_and_shares_record_buffers() {
+    for (key, v) in [(ApiKey::Fetch, 4), (ApiKey::Fetch, 12), (ApiKey::Fetch, 17)] {
+        let body = response(key, v);
+        let flat = encode_response(9, key.as_i16(), v, &body);
+        let segments = sluice_protocol::encode_response_vectored(9, key.as_i16(), v, &body);
+        assert_eq!(segments.concat(), &flat[..], "{key:?} v{v}");
+        let ResponseBody::Fetch(f) = &body else {
+            panic!("not fetch")
+        };
+        let records = f.responses[0].partitions[0].records.as_ref().unwrap();
+        assert!(segments.iter().any(|s| s.as_ptr() == records.as_ptr()));
+    }
+    for v in [3, 9, 11] {
+        let body = request(ApiKey::Produce, v);
+        let header = RequestHeader {
+            api_key: 0,
+            api_version: v,
+            correlation_id: 1,
+            client_id: Some("gen".into()),
+        };
+        let flat = encode_request(&header, &body);
+        let segments = sluice_protocol::encode_request_vectored(&header, &body);
+        assert_eq!(segments.concat(), &flat[..], "produce v{v}");
+        assert!(segments.len() > 2);
+    }
+}

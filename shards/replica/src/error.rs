@@ -1,0 +1,22 @@
+use sluice_log::LogError;
+
+/// Why a partition operation failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ReplicaError {
+    /// This shard hosts no such partition.
+    #[error("unknown topic or partition")]
+    UnknownTopicOrPartition,
+    /// The requested offset is outside the log.
+    #[error("offset {offset} is out of range [{log_start_offset}, {log_end_offset}]")]
+    OffsetOutOfRange {
+        /// What was asked.
+        offset: i64,
+        /// First offset in the log.
+        log_start_offset: i64,
+        /// Next offset to be written.
+        log_end_offset: i64,
+    },
+    /// The log failed (disk error); the partition is unusable until restart.
+    #[error("storage error: {0}")]
+    Storage(#[from] LogError),
+}

@@ -1,0 +1,27 @@
+//! Partitions hosted on one shard, and the shard's `ReplicaManager`.
+//!
+//! A `Partition` wraps the partition's log with what replication needs around it: the leader
+//! epoch, the high watermark (today: the log's readable end, as the leader is the only replica),
+//! and a way to wait for appends. Everything here lives on the shard that owns the partition and
+//! is never touched by another thread: other shards reach it through shard messages.
+
+mod error;
+mod partition;
+mod replica_manager;
+
+pub use error::ReplicaError;
+pub use partition::{FetchPartitionData, OffsetAndTimestamp, Partition};
+pub use replica_manager::ReplicaManager;
+pub use sluice_log::{LogAppendInfo, LogConfig};
+
+use sluice_protocol::codec::Uuid;
+
+/// A partition, identified the way the broker routes it: by topic id, not name, so that a
+/// topic deleted and re-created under the same name is never confused with the old one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct TopicIdPartition {
+    /// The topic's id.
+    pub topic_id: Uuid,
+    /// The partition index.
+    pub partition: i32,
+}

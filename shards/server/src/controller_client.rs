@@ -1,0 +1,64 @@
+//! Requests from a data shard to the controller executor.
+
+use futures_channel::oneshot;
+use sluice_shard::{
+    CreateTopicsWork, CreatedTopic, DeleteTopicsWork, DeletedTopic, MetadataError, NewTopic,
+    ShardMessage, TopicRef,
+};
+
+use crate::context::ShardContext;
+
+/// Asks the controller to create topics; one result per topic, in order.
+pub async fn create_topics(
+    ctx: &ShardContext,
+    topics: Vec<NewTopic>,
+    validate_only: bool,
+) -> Vec<Result<CreatedTopic, MetadataError>> {
+    let count = topics.len();
+    let (reply, done) = oneshot::channel();
+    let work = CreateTopicsWork {
+        topics,
+        validate_only,
+        reply,
+    };
+    ask(ctx, ShardMessage::CreateTopics(work), done, count).await
+}
+
+/// Asks the controller to delete topics; one result per topic, in order.
+pub async fn delete_topics(
+    ctx: &ShardContext,
+    topics: Vec<TopicRef>,
+) -> Vec<Result<DeletedTopic, MetadataError>> {
+    let count = topics.len();
+    let (reply, done) = oneshot::channel();
+    ask(
+        ctx,
+        ShardMessage::DeleteTopics(DeleteTopicsWork { topics, reply }),
+        done,
+        count,
+    )
+    .await
+}
+
+async fn ask<T>(
+    ctx: &ShardContext,
+    message: ShardMessage,
+    done: oneshot::Receiver<Vec<Result<T, MetadataError>>>,
+    count: usize,
+) -> Vec<Result<T, MetadataError>> {
+    let unavailable = || {
+        (0..count)
+            .map(|_| Err(MetadataError::ControllerNotAvailable))
+            .collect()
+    };
+    if ctx.mesh.send(ctx.mesh.controller(), message).await.is_err() {
+        return unavailable();
+    }
+    match done.await {
+        Ok(results) => {
+            assert_eq!(results.len(), count, "the controller answers every topic");
+            results
+        }
+        Err(_) => unavailable(),
+    }
+}

@@ -1,0 +1,64 @@
+//! Decodes one request frame, runs its handler, and encodes the response frame.
+
+use bytes::{Bytes, BytesMut};
+use sluice_protocol::request::{decode_request, encode_response, RequestBody, ResponseBody};
+use tracing::info;
+
+use crate::context::ShardContext;
+use crate::handlers;
+
+/// What to do after a request.
+pub enum Outcome {
+    /// Write this response frame.
+    Respond(BytesMut),
+    /// Nothing to write (Produce with acks=0).
+    NoResponse,
+    /// The request cannot be answered in its own format; close the connection.
+    Close,
+}
+
+/// Handles one request frame.
+pub async fn dispatch(ctx: &ShardContext, frame: Bytes) -> Outcome {
+    let (header, request) = match decode_request(frame) {
+        Ok(decoded) => decoded,
+        Err(error) => return handlers::unsupported::answer(&error),
+    };
+    let version = header.api_version;
+    let response = match request {
+        RequestBody::ApiVersions(r) => {
+            ResponseBody::ApiVersions(handlers::api_versions::handle(version, &r))
+        }
+        RequestBody::Metadata(r) => {
+            ResponseBody::Metadata(handlers::metadata::handle(ctx, version, r).await)
+        }
+        RequestBody::Produce(r) => match handlers::produce::handle(ctx, version, r).await {
+            Some(response) => ResponseBody::Produce(response),
+            None => return Outcome::NoResponse,
+        },
+        RequestBody::Fetch(r) => match handlers::fetch::handle(ctx, version, r).await {
+            Ok(response) => ResponseBody::Fetch(response),
+            Err(reason) => {
+                info!(client_id = ?header.client_id, reason, "fetch refused; closing connection");
+                return Outcome::Close;
+            }
+        },
+        RequestBody::ListOffsets(r) => {
+            ResponseBody::ListOffsets(handlers::list_offsets::handle(ctx, version, r).await)
+        }
+        RequestBody::CreateTopics(r) => {
+            ResponseBody::CreateTopics(handlers::create_topics::handle(ctx, version, r).await)
+        }
+        RequestBody::DeleteTopics(r) => {
+            ResponseBody::DeleteTopics(handlers::delete_topics::handle(ctx, version, r).await)
+        }
+        RequestBody::DescribeCluster(r) => {
+            ResponseBody::DescribeCluster(handlers::describe_cluster::handle(ctx, version, &r))
+        }
+    };
+    Outcome::Respond(encode_response(
+        header.correlation_id,
+        header.api_key,
+        version,
+        &response,
+    ))
+}

@@ -1,0 +1,58 @@
+//! The server's errors, and the one place where they become Kafka error codes.
+
+use sluice_protocol::error::ErrorCode;
+use sluice_replica::ReplicaError;
+use sluice_shard::MetadataError;
+
+/// Why work on one partition failed.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum PartitionError {
+    /// The owning shard failed it.
+    #[error(transparent)]
+    Replica(std::sync::Arc<ReplicaError>),
+    /// The owning shard could not be reached (it is shutting down).
+    #[error("owning shard unavailable")]
+    ShardUnavailable,
+}
+
+impl From<ReplicaError> for PartitionError {
+    fn from(error: ReplicaError) -> Self {
+        PartitionError::Replica(std::sync::Arc::new(error))
+    }
+}
+
+impl PartitionError {
+    /// Kafka's error code for it.
+    pub fn error_code(&self) -> ErrorCode {
+        match self {
+            PartitionError::Replica(error) => replica_error_code(error),
+            // Retriable: the client refreshes metadata and tries again.
+            PartitionError::ShardUnavailable => ErrorCode::NOT_LEADER_OR_FOLLOWER,
+        }
+    }
+}
+
+/// Kafka's error code for a replica error.
+pub fn replica_error_code(error: &ReplicaError) -> ErrorCode {
+    match error {
+        ReplicaError::UnknownTopicOrPartition => ErrorCode::UNKNOWN_TOPIC_OR_PARTITION,
+        ReplicaError::OffsetOutOfRange { .. } => ErrorCode::OFFSET_OUT_OF_RANGE,
+        ReplicaError::Storage(_) => ErrorCode::KAFKA_STORAGE_ERROR,
+    }
+}
+
+/// Kafka's error code for a refused metadata change.
+pub fn metadata_error_code(error: &MetadataError) -> ErrorCode {
+    match error {
+        MetadataError::TopicAlreadyExists(_) => ErrorCode::TOPIC_ALREADY_EXISTS,
+        MetadataError::InvalidTopic(_) => ErrorCode::INVALID_TOPIC_EXCEPTION,
+        MetadataError::InvalidPartitions(_) => ErrorCode::INVALID_PARTITIONS,
+        MetadataError::InvalidReplicationFactor(_) => ErrorCode::INVALID_REPLICATION_FACTOR,
+        MetadataError::InvalidConfig(_) => ErrorCode::INVALID_CONFIG,
+        MetadataError::UnknownTopicOrPartition => ErrorCode::UNKNOWN_TOPIC_OR_PARTITION,
+        MetadataError::UnknownTopicId => ErrorCode::UNKNOWN_TOPIC_ID,
+        MetadataError::TopicDeletionDisabled => ErrorCode::TOPIC_DELETION_DISABLED,
+        MetadataError::Storage(_) => ErrorCode::KAFKA_STORAGE_ERROR,
+        MetadataError::ControllerNotAvailable => ErrorCode::NOT_CONTROLLER,
+    }
+}

@@ -1,0 +1,58 @@
+//! One module per Kafka API key. Each declares the versions it serves; `REGISTRY` lists them
+//! all, and ApiVersions advertises exactly what is registered here — nothing more.
+
+pub mod api_versions;
+pub mod create_topics;
+pub mod delete_topics;
+pub mod describe_cluster;
+pub mod fetch;
+pub mod list_offsets;
+pub mod metadata;
+pub mod produce;
+pub mod unsupported;
+
+/// A registered handler: API key and the version range it serves.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HandlerEntry {
+    /// The API key.
+    pub api_key: i16,
+    /// Lowest version served.
+    pub min_version: i16,
+    /// Highest version served.
+    pub max_version: i16,
+}
+
+/// Every API this broker serves.
+pub const REGISTRY: &[HandlerEntry] = &[
+    produce::ENTRY,
+    fetch::ENTRY,
+    list_offsets::ENTRY,
+    metadata::ENTRY,
+    api_versions::ENTRY,
+    create_topics::ENTRY,
+    delete_topics::ENTRY,
+    describe_cluster::ENTRY,
+];
+
+/// The sentinel Kafka sends for "authorized operations not requested".
+pub const AUTHORIZED_OPERATIONS_OMITTED: i32 = i32::MIN;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn registry_matches_what_the_codec_decodes() {
+        let mut registered: Vec<(i16, i16, i16)> = REGISTRY
+            .iter()
+            .map(|e| (e.api_key, e.min_version, e.max_version))
+            .collect();
+        let mut decodable: Vec<(i16, i16, i16)> = sluice_protocol::api_key::SUPPORTED
+            .iter()
+            .map(|(key, min, max)| (key.as_i16(), *min, *max))
+            .collect();
+        registered.sort();
+        decodable.sort();
+        assert_eq!(registered, decodable);
+    }
+}

@@ -1,0 +1,180 @@
+//! The Kafka listener of each shard and everything a request goes through on its way: the
+//! connection, the dispatch to one handler per API key, the routing of partition work to the
+//! owning shard, and the local execution of that work.
+//!
+//! `run_shard` is a shard's whole life: join the mesh, receive the first metadata image (which
+//! opens this shard's partitions), listen, serve, and on shutdown drain connections, wait for
+//! every shard to drain, then close the logs.
+
+mod connection;
+mod context;
+mod controller_client;
+mod dispatch;
+mod error;
+pub mod handlers;
+mod local;
+mod pump;
+mod router;
+mod util;
+
+use std::rc::Rc;
+use std::sync::mpsc;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures_channel::oneshot;
+use glommio::channels::channel_mesh::{Full, MeshBuilder};
+use glommio::net::TcpListener;
+use glommio::sync::Gate;
+use sluice_config::BrokerConfig;
+use sluice_log::LogConfig;
+use sluice_replica::ReplicaManager;
+use sluice_shard::{Envelope, ShardId, ShardMesh};
+use tracing::{error, info, warn};
+
+pub use context::ShardContext;
+pub use error::PartitionError;
+
+/// How long a shard waits for its connections to finish their requests at shutdown.
+const DRAIN_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// What a shard tells the bootstrap thread.
+#[derive(Debug)]
+pub enum ShardEvent {
+    /// Partitions open, listener bound.
+    Listening(ShardId),
+    /// Connections drained after a shutdown signal.
+    Drained(ShardId),
+    /// Could not start.
+    Failed(ShardId, String),
+}
+
+/// Everything a shard needs to start.
+pub struct ShardStart {
+    /// This shard.
+    pub shard_id: ShardId,
+    /// The configuration.
+    pub config: Arc<BrokerConfig>,
+    /// The mesh to join (data shards and the controller).
+    pub mesh: MeshBuilder<Envelope, Full>,
+    /// Number of data shards.
+    pub shard_count: usize,
+    /// Fires when the broker must stop accepting and drain.
+    pub stop: oneshot::Receiver<()>,
+    /// Fires when every shard drained: close the logs and exit.
+    pub finish: oneshot::Receiver<()>,
+    /// Progress reports to the bootstrap thread.
+    pub events: mpsc::Sender<ShardEvent>,
+}
+
+/// The shard's log settings from the broker configuration.
+pub fn log_config(config: &BrokerConfig) -> LogConfig {
+    LogConfig {
+        segment_bytes: config.log_segment_bytes,
+        index_interval_bytes: config.log_index_interval_bytes,
+        flush_messages: config.log_flush_interval_messages,
+        flush_ms: config.log_flush_interval_ms,
+        max_message_bytes: config.message_max_bytes,
+        ..LogConfig::default()
+    }
+}
+
+/// Runs one data shard to the end.
+pub async fn run_shard(start: ShardStart) {
+    let shard_id = start.shard_id;
+    let events = start.events.clone();
+    if let Err(message) = serve(start).await {
+        error!(%shard_id, %message, "shard failed");
+        let _ = events.send(ShardEvent::Failed(shard_id, message));
+    }
+}
+
+async fn serve(start: ShardStart) -> Result<(), String> {
+    let ShardStart {
+        shard_id,
+        config,
+        mesh,
+        shard_count,
+        stop,
+        finish,
+        events,
+    } = start;
+    let (senders, receivers) = mesh
+        .join()
+        .await
+        .map_err(|_| "cannot join the shard mesh".to_string())?;
+    let mesh = Rc::new(ShardMesh::new(senders, shard_count));
+    assert_eq!(mesh.self_id(), shard_id, "mesh peer index is the shard id");
+    let replicas = ReplicaManager::new(config.log_dirs.clone(), log_config(&config));
+    let ctx = Rc::new(ShardContext::new(
+        shard_id,
+        config.clone(),
+        replicas,
+        mesh.clone(),
+    ));
+    pump::spawn_pumps(ctx.clone(), receivers);
+    ctx.metadata_ready.wait().await;
+
+    let listener_config = config
+        .listeners
+        .first()
+        .ok_or_else(|| "no listener configured".to_string())?;
+    let addr = listener_config.socket_addr()?;
+    let listener = TcpListener::bind(addr).map_err(|e| format!("cannot listen on {addr}: {e}"))?;
+    let _ = events.send(ShardEvent::Listening(shard_id));
+
+    let trigger = ctx.clone();
+    glommio::spawn_local(async move {
+        let _ = stop.await;
+        trigger.shutdown.trigger();
+    })
+    .detach();
+
+    let connections = Gate::new();
+    accept_until_shutdown(&ctx, &listener, &connections).await;
+    drop(listener);
+    drain(&connections).await;
+    let _ = events.send(ShardEvent::Drained(shard_id));
+    let _ = finish.await;
+    ctx.replicas.shutdown().await;
+    mesh.close();
+    info!(%shard_id, "shard stopped");
+    Ok(())
+}
+
+async fn accept_until_shutdown(ctx: &Rc<ShardContext>, listener: &TcpListener, connections: &Gate) {
+    loop {
+        let accepted = futures_lite::future::or(async { Some(listener.accept().await) }, async {
+            ctx.shutdown.wait().await;
+            None
+        })
+        .await;
+        match accepted {
+            None => return,
+            Some(Ok(stream)) => {
+                let ctx = ctx.clone();
+                // The gate tracks the task for draining; detached, it runs on its own.
+                match connections.spawn(async move { connection::serve(ctx, stream).await }) {
+                    Ok(task) => drop(task.detach()),
+                    Err(error) => warn!(%error, "connection refused: shard is closing"),
+                }
+            }
+            Some(Err(error)) => {
+                // Out of file descriptors and similar: back off instead of spinning.
+                warn!(%error, "accept failed");
+                glommio::timer::sleep(Duration::from_millis(10)).await;
+            }
+        }
+    }
+}
+
+async fn drain(connections: &Gate) {
+    let closed = futures_lite::future::or(async { connections.close().await.is_ok() }, async {
+        glommio::timer::sleep(DRAIN_TIMEOUT).await;
+        false
+    })
+    .await;
+    if !closed {
+        warn!("connections still open after the drain timeout; closing anyway");
+    }
+}

@@ -1,0 +1,139 @@
+//! Work done on the shard that owns the partitions: the same functions serve requests that
+//! arrive on this shard's own connections and work sent here by other shards.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Instant;
+
+use bytes::Bytes;
+use sluice_replica::{
+    FetchPartitionData, LogAppendInfo, OffsetAndTimestamp, ReplicaError, TopicIdPartition,
+};
+use sluice_shard::{FetchPartitionRequest, MetadataImage};
+use tracing::{error, info};
+
+use crate::context::ShardContext;
+use crate::util::{join_all, race_any};
+
+/// ListOffsets' special timestamps.
+pub const LATEST_TIMESTAMP: i64 = -1;
+/// The first offset still in the log.
+pub const EARLIEST_TIMESTAMP: i64 = -2;
+/// The record with the largest timestamp.
+pub const MAX_TIMESTAMP: i64 = -3;
+
+/// Appends to each partition; partitions proceed concurrently, each in call order.
+pub async fn produce(
+    ctx: &ShardContext,
+    partitions: Vec<(TopicIdPartition, Bytes)>,
+) -> Vec<Result<LogAppendInfo, ReplicaError>> {
+    let appends = partitions.into_iter().map(|(tp, records)| async move {
+        let partition = ctx
+            .replicas
+            .get(&tp)
+            .ok_or(ReplicaError::UnknownTopicOrPartition)?;
+        partition.append_records_to_leader(&records).await
+    });
+    join_all(appends.collect()).await
+}
+
+/// Reads from each partition.
+pub async fn fetch(
+    ctx: &ShardContext,
+    partitions: Vec<FetchPartitionRequest>,
+) -> Vec<Result<FetchPartitionData, ReplicaError>> {
+    let reads = partitions.into_iter().map(|request| async move {
+        let partition = ctx
+            .replicas
+            .get(&request.tp)
+            .ok_or(ReplicaError::UnknownTopicOrPartition)?;
+        partition
+            .read_records(
+                request.fetch_offset,
+                request.max_bytes,
+                request.min_one_message,
+            )
+            .await
+    });
+    join_all(reads.collect()).await
+}
+
+/// Resolves when any listed partition has data past its offset, or at `deadline`.
+pub async fn wait_for_append(
+    ctx: &ShardContext,
+    partitions: &[(TopicIdPartition, i64)],
+    deadline: Instant,
+) {
+    let mut waits: Vec<Pin<Box<dyn Future<Output = ()> + '_>>> =
+        Vec::with_capacity(partitions.len() + 1);
+    for (tp, offset) in partitions {
+        if let Some(partition) = ctx.replicas.get(tp) {
+            let offset = *offset;
+            waits.push(Box::pin(
+                async move { partition.wait_for_append(offset).await },
+            ));
+        }
+    }
+    let timeout = deadline.saturating_duration_since(Instant::now());
+    waits.push(Box::pin(glommio::timer::sleep(timeout)));
+    waits.push(Box::pin(ctx.shutdown.wait()));
+    race_any(waits).await
+}
+
+/// Looks offsets up.
+pub async fn list_offsets(
+    ctx: &ShardContext,
+    partitions: Vec<(TopicIdPartition, i64)>,
+) -> Vec<Result<Option<OffsetAndTimestamp>, ReplicaError>> {
+    let lookups = partitions.into_iter().map(|(tp, timestamp)| async move {
+        let partition = ctx
+            .replicas
+            .get(&tp)
+            .ok_or(ReplicaError::UnknownTopicOrPartition)?;
+        match timestamp {
+            EARLIEST_TIMESTAMP => Ok(Some(OffsetAndTimestamp {
+                offset: partition.log_start_offset(),
+                timestamp: -1,
+            })),
+            LATEST_TIMESTAMP => Ok(Some(OffsetAndTimestamp {
+                offset: partition.high_watermark(),
+                timestamp: -1,
+            })),
+            MAX_TIMESTAMP => partition.fetch_max_timestamp_offset().await,
+            t => partition.fetch_offset_for_timestamp(t).await,
+        }
+    });
+    join_all(lookups.collect()).await
+}
+
+/// Takes a new metadata image: opens the partitions it assigns to this shard, deletes the ones
+/// whose topic is gone, then makes the image visible to this shard's requests.
+pub async fn apply_metadata(ctx: &ShardContext, image: Arc<MetadataImage>) {
+    for tp in image.shard_table.partitions_of(ctx.shard_id) {
+        if ctx.replicas.get(&tp).is_some() {
+            continue;
+        }
+        let Some(topic) = image.topic_by_id(&tp.topic_id) else {
+            continue;
+        };
+        let epoch = topic
+            .partitions
+            .get(tp.partition as usize)
+            .map(|p| p.leader_epoch)
+            .unwrap_or(0);
+        if let Err(error) = ctx.replicas.make_leader(tp, &topic.name, epoch).await {
+            error!(topic = %topic.name, partition = tp.partition, %error, "cannot open partition log");
+        }
+    }
+    for partition in ctx.replicas.partitions() {
+        if image.shard_table.shard_of(&partition.tp) != Some(ctx.shard_id) {
+            info!(topic = %partition.topic, partition = partition.tp.partition, "partition no longer hosted here");
+            if let Err(error) = ctx.replicas.delete_partition(&partition.tp).await {
+                error!(topic = %partition.topic, partition = partition.tp.partition, %error, "cannot delete partition log");
+            }
+        }
+    }
+    ctx.set_image(image);
+    ctx.metadata_ready.trigger();
+}

@@ -1,0 +1,66 @@
+//! The receiving side of the mesh on a data shard: every message from another executor is
+//! checked for its target and run here as its own task, so that a long wait (a fetch long poll)
+//! never holds up the channel behind it.
+
+use std::rc::Rc;
+
+use glommio::channels::channel_mesh::Receivers;
+use sluice_shard::{Envelope, ShardMessage};
+use tracing::error;
+
+use crate::context::ShardContext;
+use crate::local;
+
+/// Spawns one receiving task per peer; they run until the peer closes its side.
+pub fn spawn_pumps(ctx: Rc<ShardContext>, mut receivers: Receivers<Envelope>) {
+    for (_, receiver) in receivers.streams() {
+        let ctx = ctx.clone();
+        glommio::spawn_local(async move {
+            while let Some(envelope) = receiver.recv().await {
+                if envelope.target != ctx.shard_id {
+                    error!(target = %envelope.target, origin = %envelope.origin, kind = envelope.message.kind(), "misrouted shard message dropped");
+                    continue;
+                }
+                let ctx = ctx.clone();
+                glommio::spawn_local(async move { handle(&ctx, envelope.message).await }).detach();
+            }
+        })
+        .detach();
+    }
+}
+
+async fn handle(ctx: &ShardContext, message: ShardMessage) {
+    match message {
+        ShardMessage::Produce(work) => {
+            let results = local::produce(ctx, work.partitions).await;
+            let _ = work.reply.send(results);
+        }
+        ShardMessage::Fetch(work) => {
+            let results = local::fetch(ctx, work.partitions).await;
+            let _ = work.reply.send(results);
+        }
+        ShardMessage::WaitForAppend(mut work) => {
+            let cancelled = work.reply.cancellation();
+            futures_lite::future::or(
+                local::wait_for_append(ctx, &work.partitions, work.deadline),
+                cancelled,
+            )
+            .await;
+            let _ = work.reply.send(());
+        }
+        ShardMessage::ListOffsets(work) => {
+            let results = local::list_offsets(ctx, work.partitions).await;
+            let _ = work.reply.send(results);
+        }
+        ShardMessage::ApplyMetadata { image, reply } => {
+            local::apply_metadata(ctx, image).await;
+            let _ = reply.send(());
+        }
+        ShardMessage::CreateTopics(_) | ShardMessage::DeleteTopics(_) => {
+            error!(
+                kind = message.kind(),
+                "controller message sent to a data shard; dropped"
+            );
+        }
+    }
+}

@@ -1,0 +1,198 @@
+//! The closed set of messages shards send each other. Each variant carries its own typed reply
+//! channel, so a reply can never be of the wrong kind.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use bytes::Bytes;
+use futures_channel::oneshot;
+use sluice_protocol::codec::Uuid;
+use sluice_replica::{
+    FetchPartitionData, LogAppendInfo, OffsetAndTimestamp, ReplicaError, TopicIdPartition,
+};
+
+use crate::MetadataImage;
+
+/// Where a reply goes back.
+pub type Reply<T> = oneshot::Sender<T>;
+
+/// A message to one shard (a data shard or the controller).
+pub enum ShardMessage {
+    /// Append batches to partitions this shard owns.
+    Produce(ProduceWork),
+    /// Read from partitions this shard owns.
+    Fetch(FetchWork),
+    /// Resolve once any listed partition has data past the given offset, or at the deadline.
+    WaitForAppend(WaitForAppendWork),
+    /// Look offsets up by timestamp (or earliest/latest/max-timestamp).
+    ListOffsets(ListOffsetsWork),
+    /// Controller: create topics.
+    CreateTopics(CreateTopicsWork),
+    /// Controller: delete topics.
+    DeleteTopics(DeleteTopicsWork),
+    /// Data shard: take this image, open the partitions it assigns here and drop the ones it no
+    /// longer does; reply when done.
+    ApplyMetadata {
+        /// The new image.
+        image: Arc<MetadataImage>,
+        /// Done.
+        reply: Reply<()>,
+    },
+}
+
+impl ShardMessage {
+    /// A short name for logs.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            ShardMessage::Produce(_) => "produce",
+            ShardMessage::Fetch(_) => "fetch",
+            ShardMessage::WaitForAppend(_) => "wait_for_append",
+            ShardMessage::ListOffsets(_) => "list_offsets",
+            ShardMessage::CreateTopics(_) => "create_topics",
+            ShardMessage::DeleteTopics(_) => "delete_topics",
+            ShardMessage::ApplyMetadata { .. } => "apply_metadata",
+        }
+    }
+}
+
+/// Validated batches for partitions of one shard.
+pub struct ProduceWork {
+    /// One entry per partition: the batches (a zero-copy slice of the request frame).
+    pub partitions: Vec<(TopicIdPartition, Bytes)>,
+    /// Results in the same order.
+    pub reply: Reply<Vec<Result<LogAppendInfo, ReplicaError>>>,
+}
+
+/// One partition of a fetch.
+#[derive(Clone, Copy, Debug)]
+pub struct FetchPartitionRequest {
+    /// The partition.
+    pub tp: TopicIdPartition,
+    /// First offset wanted.
+    pub fetch_offset: i64,
+    /// Partition byte limit.
+    pub max_bytes: usize,
+    /// Return at least one whole batch even when larger than `max_bytes`.
+    pub min_one_message: bool,
+}
+
+/// Reads for partitions of one shard.
+pub struct FetchWork {
+    /// The partitions, in response order.
+    pub partitions: Vec<FetchPartitionRequest>,
+    /// Results in the same order.
+    pub reply: Reply<Vec<Result<FetchPartitionData, ReplicaError>>>,
+}
+
+/// A fetch waiting for data.
+pub struct WaitForAppendWork {
+    /// Partitions and the offset each one's fetch is at.
+    pub partitions: Vec<(TopicIdPartition, i64)>,
+    /// Give up at this time.
+    pub deadline: Instant,
+    /// Fired on the first append (or the deadline).
+    pub reply: Reply<()>,
+}
+
+/// ListOffsets for partitions of one shard.
+pub struct ListOffsetsWork {
+    /// Partitions and the timestamp asked (-1 latest, -2 earliest, -3 max timestamp).
+    pub partitions: Vec<(TopicIdPartition, i64)>,
+    /// Results in the same order.
+    pub reply: Reply<Vec<Result<Option<OffsetAndTimestamp>, ReplicaError>>>,
+}
+
+/// A topic to create.
+#[derive(Clone, Debug)]
+pub struct NewTopic {
+    /// Name.
+    pub name: String,
+    /// Partitions (already resolved from -1 to the default).
+    pub num_partitions: i32,
+    /// Replication factor (already resolved from -1 to the default).
+    pub replication_factor: i16,
+    /// Topic config overrides.
+    pub configs: Vec<(String, String)>,
+}
+
+/// A created topic.
+#[derive(Clone, Debug)]
+pub struct CreatedTopic {
+    /// Its new id.
+    pub topic_id: Uuid,
+    /// Partitions.
+    pub num_partitions: i32,
+    /// Replication factor.
+    pub replication_factor: i16,
+}
+
+/// Controller work: create topics.
+pub struct CreateTopicsWork {
+    /// The topics.
+    pub topics: Vec<NewTopic>,
+    /// Only check, create nothing.
+    pub validate_only: bool,
+    /// One result per topic, in order.
+    pub reply: Reply<Vec<Result<CreatedTopic, MetadataError>>>,
+}
+
+/// A topic named by name or by id.
+#[derive(Clone, Debug)]
+pub enum TopicRef {
+    /// By name.
+    Name(String),
+    /// By id.
+    Id(Uuid),
+}
+
+/// A deleted topic.
+#[derive(Clone, Debug)]
+pub struct DeletedTopic {
+    /// Its name.
+    pub name: String,
+    /// Its id.
+    pub topic_id: Uuid,
+}
+
+/// Controller work: delete topics.
+pub struct DeleteTopicsWork {
+    /// The topics.
+    pub topics: Vec<TopicRef>,
+    /// One result per topic, in order.
+    pub reply: Reply<Vec<Result<DeletedTopic, MetadataError>>>,
+}
+
+/// Why a metadata change was refused.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum MetadataError {
+    /// The name is taken.
+    #[error("topic '{0}' already exists")]
+    TopicAlreadyExists(String),
+    /// The name breaks Kafka's rules.
+    #[error("invalid topic name: {0}")]
+    InvalidTopic(String),
+    /// Bad partition count.
+    #[error("invalid number of partitions: {0}")]
+    InvalidPartitions(String),
+    /// Bad replication factor.
+    #[error("invalid replication factor: {0}")]
+    InvalidReplicationFactor(String),
+    /// Bad topic config.
+    #[error("invalid config: {0}")]
+    InvalidConfig(String),
+    /// No such topic.
+    #[error("unknown topic")]
+    UnknownTopicOrPartition,
+    /// No topic with that id.
+    #[error("unknown topic id")]
+    UnknownTopicId,
+    /// `delete.topic.enable` is false.
+    #[error("topic deletion is disabled")]
+    TopicDeletionDisabled,
+    /// The metadata log could not be written.
+    #[error("metadata storage error: {0}")]
+    Storage(String),
+    /// The controller is shutting down or unreachable.
+    #[error("controller not available")]
+    ControllerNotAvailable,
+}

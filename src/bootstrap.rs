@@ -1,0 +1,258 @@
+//! Start-up and shutdown of the executors.
+//!
+//! One glommio executor per data shard, pinned per the topology, plus the controller's executor.
+//! They are created one after another so that glommio's executor ids — which order the channel
+//! mesh — follow shard ids: mesh peer `i` is shard `i`, the controller is the last peer.
+//!
+//! Shutdown is two-phase. On SIGINT/SIGTERM every shard stops accepting and drains its
+//! connections (in-flight requests still reach other shards, which are all still up). When every
+//! shard has drained, each closes its logs (flush + clean-shutdown marker) and exits.
+
+use std::fs::File;
+use std::os::fd::AsRawFd;
+use std::path::Path;
+use std::rc::Rc;
+use std::sync::{mpsc, Arc};
+use std::time::{Duration, Instant};
+
+use futures_channel::oneshot;
+use glommio::channels::channel_mesh::MeshBuilder;
+use glommio::{ExecutorJoinHandle, LocalExecutorBuilder, Placement};
+use signal_hook::consts::{SIGINT, SIGTERM};
+use signal_hook::iterator::Signals;
+use sluice_config::BrokerConfig;
+use sluice_controller::{ControllerSettings, QuorumController};
+use sluice_server::{run_shard, ShardEvent, ShardStart};
+use sluice_shard::{Envelope, ShardId, ShardMesh};
+use tracing::{error, info};
+
+use crate::topology::{allowed_cpus, Topology};
+
+/// Memory each executor sets aside for I/O buffers.
+const IO_MEMORY_BYTES: usize = 4 << 20;
+
+/// Runs the broker until a signal stops it.
+pub fn run(config: BrokerConfig) -> Result<(), String> {
+    let started = Instant::now();
+    let mut config = config;
+    std::fs::create_dir_all(&config.log_dirs)
+        .map_err(|e| format!("cannot create log.dirs {}: {e}", config.log_dirs.display()))?;
+    // glommio resolves relative paths against no directory at all (openat with fd -1), so every
+    // path below the data directory must be absolute.
+    config.log_dirs = std::fs::canonicalize(&config.log_dirs)
+        .map_err(|e| format!("cannot resolve log.dirs {}: {e}", config.log_dirs.display()))?;
+    let config = Arc::new(config);
+    let _lock = lock_data_dir(&config.log_dirs)?;
+    let topology = Topology::plan(
+        &allowed_cpus(),
+        config.sluice_shards,
+        config.sluice_controller_dedicated_core,
+    );
+    let shard_count = topology.shard_cpus.len();
+    let mesh =
+        MeshBuilder::<Envelope, _>::full(shard_count + 1, config.sluice_shard_channel_capacity);
+    let (events, events_rx) = mpsc::channel();
+    let mut stops = Vec::with_capacity(shard_count);
+    let mut finishes = Vec::with_capacity(shard_count);
+    let mut handles = Vec::with_capacity(shard_count + 1);
+    let spin = if topology.oversubscribed() {
+        Duration::ZERO
+    } else {
+        Duration::from_micros(config.sluice_spin_before_park_us)
+    };
+    for (i, cpu) in topology.shard_cpus.iter().enumerate() {
+        let (stop_tx, stop) = oneshot::channel();
+        let (finish_tx, finish) = oneshot::channel();
+        stops.push(stop_tx);
+        finishes.push(finish_tx);
+        let start = ShardStart {
+            shard_id: ShardId(i as u16),
+            config: config.clone(),
+            mesh: mesh.clone(),
+            shard_count,
+            stop,
+            finish,
+            events: events.clone(),
+        };
+        let builder = LocalExecutorBuilder::new(Placement::Fixed(*cpu))
+            .name(&format!("shard-{i}"))
+            .spin_before_park(spin)
+            .io_memory(IO_MEMORY_BYTES);
+        handles.push(spawn_in_order(builder, move || run_shard(start))?);
+    }
+    let controller = controller_settings(&config, shard_count);
+    let controller_events = events.clone();
+    let controller_mesh = mesh.clone();
+    let builder = LocalExecutorBuilder::new(Placement::Fixed(topology.controller_cpu))
+        .name("controller")
+        .io_memory(IO_MEMORY_BYTES);
+    handles.push(spawn_in_order(builder, move || {
+        run_controller(controller, controller_mesh, controller_events)
+    })?);
+    drop(events);
+
+    wait_for(&events_rx, shard_count, |e| {
+        matches!(e, ShardEvent::Listening(_))
+    })?;
+    info!(
+        "sluice ready: listening on {} with {shard_count} shards (controller on cpu {}{}), data in {}, started in {} ms",
+        listeners(&config),
+        topology.controller_cpu,
+        if topology.controller_shares_cpu { ", shared" } else { "" },
+        config.log_dirs.display(),
+        started.elapsed().as_millis()
+    );
+
+    wait_for_signal()?;
+    info!("shutting down: no new connections, finishing in-flight requests");
+    for stop in stops {
+        let _ = stop.send(());
+    }
+    wait_for(&events_rx, shard_count, |e| {
+        matches!(e, ShardEvent::Drained(_))
+    })?;
+    for finish in finishes {
+        let _ = finish.send(());
+    }
+    for handle in handles {
+        if let Err(error) = handle.join() {
+            error!(%error, "executor ended with an error");
+        }
+    }
+    info!("sluice stopped");
+    Ok(())
+}
+
+/// Spawns an executor and waits until it runs, so executor ids are assigned in call order.
+fn spawn_in_order<F, Fut>(
+    builder: LocalExecutorBuilder,
+    make: F,
+) -> Result<ExecutorJoinHandle<()>, String>
+where
+    F: FnOnce() -> Fut + Send + 'static,
+    Fut: std::future::Future<Output = ()> + 'static,
+{
+    let (running, is_running) = mpsc::channel();
+    let handle = builder
+        .spawn(move || {
+            let _ = running.send(());
+            make()
+        })
+        .map_err(|e| format!("cannot start an executor: {e}"))?;
+    is_running
+        .recv()
+        .map_err(|_| "an executor died while starting".to_string())?;
+    Ok(handle)
+}
+
+async fn run_controller(
+    settings: ControllerSettings,
+    mesh: MeshBuilder<Envelope, glommio::channels::channel_mesh::Full>,
+    events: mpsc::Sender<ShardEvent>,
+) {
+    let shard_count = settings.shard_count;
+    let controller_id = ShardId(shard_count as u16);
+    let Ok((senders, receivers)) = mesh.join().await else {
+        let _ = events.send(ShardEvent::Failed(
+            controller_id,
+            "controller cannot join the mesh".into(),
+        ));
+        return;
+    };
+    let mesh = Rc::new(ShardMesh::new(senders, shard_count));
+    let controller = match QuorumController::open(settings, mesh.clone()).await {
+        Ok(controller) => controller,
+        Err(error) => {
+            let _ = events.send(ShardEvent::Failed(
+                controller_id,
+                format!("controller: {error}"),
+            ));
+            return;
+        }
+    };
+    if let Err(error) = controller.publish().await {
+        let _ = events.send(ShardEvent::Failed(
+            controller_id,
+            format!("controller: {error}"),
+        ));
+        return;
+    }
+    controller.run(receivers).await;
+    mesh.close();
+}
+
+fn controller_settings(config: &BrokerConfig, shard_count: usize) -> ControllerSettings {
+    let advertised = &config.advertised()[0];
+    ControllerSettings {
+        node_id: config.node_id,
+        advertised_host: if advertised.host.is_empty() {
+            "localhost".to_string()
+        } else {
+            advertised.host.clone()
+        },
+        advertised_port: i32::from(advertised.port),
+        log_dir: config.log_dirs.clone(),
+        shard_count,
+        num_partitions: config.num_partitions,
+        default_replication_factor: config.default_replication_factor,
+        delete_topic_enable: config.delete_topic_enable,
+        partitions_max: config.sluice_broker_partitions_max,
+    }
+}
+
+/// Waits for `count` events matching `wanted`; a failure event ends the wait with its message.
+fn wait_for(
+    events: &mpsc::Receiver<ShardEvent>,
+    count: usize,
+    wanted: impl Fn(&ShardEvent) -> bool,
+) -> Result<(), String> {
+    let mut seen = 0;
+    while seen < count {
+        match events.recv() {
+            Ok(ShardEvent::Failed(shard, message)) => return Err(format!("{shard}: {message}")),
+            Ok(event) if wanted(&event) => seen += 1,
+            Ok(_) => {}
+            Err(_) => return Err("every executor exited".to_string()),
+        }
+    }
+    Ok(())
+}
+
+fn wait_for_signal() -> Result<(), String> {
+    let mut signals = Signals::new([SIGINT, SIGTERM])
+        .map_err(|e| format!("cannot install signal handlers: {e}"))?;
+    let signal = signals.forever().next();
+    info!(?signal, "signal received");
+    // A second signal while draining means "now": exit without waiting.
+    std::thread::spawn(move || {
+        if signals.forever().next().is_some() {
+            eprintln!("sluice: second signal, exiting immediately");
+            std::process::exit(130);
+        }
+    });
+    Ok(())
+}
+
+fn listeners(config: &BrokerConfig) -> String {
+    config
+        .listeners
+        .iter()
+        .map(|l| format!("{}:{}", l.host, l.port))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Takes an exclusive lock on the data directory, as Kafka does with `.lock`, so two brokers
+/// never write the same logs. Held until the process exits.
+fn lock_data_dir(dir: &Path) -> Result<File, String> {
+    let path = dir.join(".lock");
+    let file = File::create(&path).map_err(|e| format!("cannot create {}: {e}", path.display()))?;
+    // SAFETY: flock on a descriptor we own.
+    if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+        return Err(format!(
+            "{} is locked by another process: another broker is using this data directory",
+            dir.display()
+        ));
+    }
+    Ok(file)
+}

@@ -1,0 +1,199 @@
+//! End-to-end tests of the broker process over its Kafka listener.
+
+mod support;
+
+use std::io::Write;
+use std::time::{Duration, Instant};
+
+use sluice_protocol::header::RequestHeader;
+use sluice_protocol::messages::api_versions::ApiVersionsRequest;
+use sluice_protocol::request::{encode_request, RequestBody, ResponseBody};
+use support::{batch, create_topic, fetch, fetch_request, produce, Broker, Client};
+
+#[test]
+fn advertises_what_it_serves_and_stops_cleanly() {
+    let broker = Broker::start("versions", &[]);
+    let mut client = broker.client();
+    let ResponseBody::ApiVersions(response) = client.call(
+        18,
+        3,
+        RequestBody::ApiVersions(ApiVersionsRequest::default()),
+    ) else {
+        panic!("wrong response kind")
+    };
+    assert_eq!(response.error_code, 0);
+    let range = |key: i16| {
+        response
+            .api_keys
+            .iter()
+            .find(|k| k.api_key == key)
+            .map(|k| (k.min_version, k.max_version))
+    };
+    assert_eq!(range(0), Some((3, 11)), "Produce");
+    assert!(range(1).is_some_and(|(_, max)| max >= 16), "Fetch");
+    assert!(range(3).is_some_and(|(_, max)| max >= 12), "Metadata");
+    assert_eq!(range(18), Some((0, 4)), "ApiVersions");
+    assert_eq!(
+        range(11),
+        None,
+        "JoinGroup is not served yet, so not advertised"
+    );
+    drop(client);
+    let status = broker.stop();
+    assert!(status.success(), "graceful shutdown exits 0, got {status}");
+}
+
+#[test]
+fn unserved_apis_and_versions_get_unsupported_version() {
+    let broker = Broker::start("unsupported", &[]);
+    let mut client = broker.client();
+    // ApiVersions at a version from the future: a v0 answer with the ranges.
+    let header = RequestHeader {
+        api_key: 18,
+        api_version: 99,
+        correlation_id: 7,
+        client_id: Some("future".into()),
+    };
+    let mut frame = encode_request(
+        &RequestHeader {
+            api_version: 0,
+            ..header.clone()
+        },
+        &RequestBody::ApiVersions(ApiVersionsRequest::default()),
+    );
+    frame[6..8].copy_from_slice(&99i16.to_be_bytes());
+    client.stream.write_all(&frame).unwrap();
+    let response = client.read_frame().expect("an answer, not silence");
+    assert_eq!(&response[0..4], &7i32.to_be_bytes(), "correlation id");
+    assert_eq!(&response[4..6], &35i16.to_be_bytes(), "UNSUPPORTED_VERSION");
+    // JoinGroup (not served): header and UNSUPPORTED_VERSION.
+    let mut join = Vec::new();
+    let body: &[u8] = &[0, 0, 0, 0];
+    let mut inner = Vec::new();
+    inner.extend_from_slice(&11i16.to_be_bytes());
+    inner.extend_from_slice(&5i16.to_be_bytes());
+    inner.extend_from_slice(&8i32.to_be_bytes());
+    inner.extend_from_slice(&(-1i16).to_be_bytes());
+    inner.extend_from_slice(body);
+    join.extend_from_slice(&(inner.len() as i32).to_be_bytes());
+    join.extend_from_slice(&inner);
+    client.stream.write_all(&join).unwrap();
+    let response = client.read_frame().expect("an answer, not silence");
+    assert_eq!(&response[0..4], &8i32.to_be_bytes());
+    assert_eq!(&response[4..6], &35i16.to_be_bytes());
+}
+
+#[test]
+fn four_shards_serve_every_partition_through_one_connection() {
+    let broker = Broker::start("shards", &["sluice.shards=4"]);
+    let mut client = broker.client();
+    create_topic(&mut client, "spread", 16);
+    let mut sent = Vec::new();
+    for partition in 0..16 {
+        for round in 0..3 {
+            let b = batch(&format!("p{partition}r{round}"), 5);
+            let (error, base_offset) = produce(&mut client, "spread", partition, b.clone());
+            assert_eq!(error, 0, "partition {partition}");
+            assert_eq!(base_offset, round * 5, "offsets are assigned per partition");
+            sent.push((partition, base_offset, b));
+        }
+    }
+    for (partition, base_offset, b) in sent {
+        let (error, high_watermark, records) = fetch(&mut client, "spread", partition, base_offset);
+        assert_eq!(error, 0);
+        assert_eq!(high_watermark, 15);
+        assert_eq!(
+            &records[..8],
+            &base_offset.to_be_bytes(),
+            "stored with the assigned base offset"
+        );
+        assert_eq!(
+            &records[8..b.len()],
+            &b[8..],
+            "stored as sent, beyond the base offset"
+        );
+    }
+    // Every shard got partitions: their directories are spread by the shard table, so just
+    // check that all 16 exist on disk.
+    let dirs = std::fs::read_dir(broker.dir.join("data"))
+        .unwrap()
+        .filter(|e| {
+            e.as_ref()
+                .unwrap()
+                .file_name()
+                .to_string_lossy()
+                .starts_with("spread-")
+        })
+        .count();
+    assert_eq!(dirs, 16);
+}
+
+#[test]
+fn long_poll_returns_promptly_after_an_append() {
+    let broker = Broker::start("longpoll", &[]);
+    let mut client = broker.client();
+    create_topic(&mut client, "waiting", 1);
+    let port = broker.port;
+    let waiter = std::thread::spawn(move || {
+        let mut client = Client::connect(port);
+        let started = Instant::now();
+        let ResponseBody::Fetch(response) =
+            client.call(1, 12, fetch_request("waiting", 0, 0, 5000, 1))
+        else {
+            panic!("wrong response kind")
+        };
+        (Instant::now(), started.elapsed(), response)
+    });
+    std::thread::sleep(Duration::from_millis(500));
+    let (error, _) = produce(&mut client, "waiting", 0, batch("wake", 1));
+    let produced_at = Instant::now();
+    assert_eq!(error, 0);
+    let (answered_at, waited, response) = waiter.join().unwrap();
+    let records = response.responses[0].partitions[0]
+        .records
+        .clone()
+        .unwrap_or_default();
+    assert!(!records.is_empty(), "the fetch returns the appended batch");
+    assert!(
+        waited >= Duration::from_millis(400),
+        "the fetch waited for data ({waited:?})"
+    );
+    let lag = answered_at.saturating_duration_since(produced_at);
+    println!("fetch answered {lag:?} after the produce was acknowledged");
+    assert!(
+        lag < Duration::from_millis(50),
+        "long poll woke {lag:?} after the append"
+    );
+}
+
+#[test]
+fn kill_nine_loses_no_acknowledged_batch() {
+    let broker = Broker::start("crash", &[]);
+    let (dir, port) = (broker.dir.clone(), broker.port);
+    let mut client = broker.client();
+    create_topic(&mut client, "durable", 2);
+    let mut acknowledged = Vec::new();
+    for i in 0..200 {
+        let partition = i % 2;
+        let b = batch(&format!("m{i}"), 3);
+        let (error, offset) = produce(&mut client, "durable", partition, b.clone());
+        assert_eq!(error, 0);
+        acknowledged.push((partition, offset, b));
+    }
+    drop(client);
+    broker.kill();
+    let broker = Broker::start_in(&dir, port, &[]);
+    let mut client = broker.client();
+    for (partition, offset, b) in acknowledged {
+        let (error, _, records) = fetch(&mut client, "durable", partition, offset);
+        assert_eq!(error, 0);
+        assert_eq!(&records[..8], &offset.to_be_bytes());
+        assert_eq!(&records[8..b.len()], &b[8..]);
+    }
+    let (error, offset) = produce(&mut client, "durable", 0, batch("after", 1));
+    assert_eq!(
+        (error, offset),
+        (0, 300),
+        "appends continue after the last acknowledged offset"
+    );
+}

@@ -1,0 +1,496 @@
+package sluice.clients;
+
+import java.io.BufferedReader;
+import java.io.BufferedWriter;
+import java.io.IOException;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Paths;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.Collections;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Properties;
+import java.util.Set;
+import java.util.TreeSet;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicReference;
+
+import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.AdminClientConfig;
+import org.apache.kafka.clients.admin.DescribeClusterResult;
+import org.apache.kafka.clients.admin.ListTopicsOptions;
+import org.apache.kafka.clients.admin.NewTopic;
+import org.apache.kafka.clients.admin.TopicDescription;
+import org.apache.kafka.clients.consumer.ConsumerConfig;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.consumer.ConsumerRecords;
+import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.ProducerConfig;
+import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.common.Node;
+import org.apache.kafka.common.PartitionInfo;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.errors.TopicExistsException;
+import org.apache.kafka.common.serialization.ByteArrayDeserializer;
+import org.apache.kafka.common.serialization.ByteArraySerializer;
+
+/**
+ * Command-line Kafka client used by Sluice's end-to-end tests (tests/clients).
+ *
+ * <pre>
+ * produce --bootstrap B --topic T --count N [--acks all|1|0] [--compression none|gzip|snappy|lz4|zstd]
+ *         [--acked-file F] [--key-prefix k] [--start 0] [--value-size 0] [--max-rate 0]
+ *         [--allow-failures false] [--linger-ms 5] [--batch-size 65536] [--max-in-flight 5] [--spread N]
+ * consume --bootstrap B --topic T [--expect N] [--acked-file F] [--mode exact|acked] [--timeout-s 180]
+ * admin create --bootstrap B --topic T --partitions N     (exit 10 on TopicExistsException)
+ * admin delete|describe-topic|autocreate --bootstrap B --topic T
+ * admin list|describe-cluster --bootstrap B
+ * </pre>
+ *
+ * Message format shared with the Python tests: key = prefix + seq, value = key + "|" + seq + "|" + 'x' * value-size.
+ * Exit codes: 0 ok, 1 verification failure or client exception, 2 produce failures, 10 topic exists, 64 usage.
+ */
+public final class Main {
+    private static final PrintStream OUT = System.out;
+
+    public static void main(String[] args) throws Exception {
+        if (args.length == 0) {
+            usage("missing command");
+        }
+        int rc;
+        try {
+            switch (args[0]) {
+                case "produce":
+                    rc = produce(parse(args, 1));
+                    break;
+                case "consume":
+                    rc = consume(parse(args, 1));
+                    break;
+                case "admin":
+                    if (args.length < 2) {
+                        usage("admin needs a sub-command");
+                    }
+                    rc = admin(args[1], parse(args, 2));
+                    break;
+                default:
+                    usage("unknown command " + args[0]);
+                    return;
+            }
+        } catch (Exception e) {
+            Throwable c = e instanceof ExecutionException && e.getCause() != null ? e.getCause() : e;
+            OUT.println("ERROR " + c.getClass().getName() + ": " + c.getMessage());
+            c.printStackTrace(System.err);
+            rc = 1;
+        }
+        OUT.flush();
+        System.exit(rc);
+    }
+
+    private static void usage(String msg) {
+        System.err.println("usage error: " + msg);
+        System.exit(64);
+    }
+
+    private static Map<String, String> parse(String[] args, int from) {
+        Map<String, String> m = new HashMap<>();
+        for (int i = from; i < args.length; i++) {
+            String a = args[i];
+            if (!a.startsWith("--") || i + 1 >= args.length) {
+                usage("bad argument " + a);
+            }
+            m.put(a.substring(2), args[++i]);
+        }
+        return m;
+    }
+
+    private static String req(Map<String, String> o, String k) {
+        String v = o.get(k);
+        if (v == null) {
+            usage("missing --" + k);
+        }
+        return v;
+    }
+
+    // ------------------------------------------------------------------ produce
+
+    private static int produce(Map<String, String> o) throws Exception {
+        String topic = req(o, "topic");
+        long count = Long.parseLong(req(o, "count"));
+        long start = Long.parseLong(o.getOrDefault("start", "0"));
+        String prefix = o.getOrDefault("key-prefix", "k");
+        int valueSize = Integer.parseInt(o.getOrDefault("value-size", "0"));
+        long maxRate = Long.parseLong(o.getOrDefault("max-rate", "0"));
+        boolean allowFailures = Boolean.parseBoolean(o.getOrDefault("allow-failures", "false"));
+        String ackedFile = o.get("acked-file");
+        // --spread N: explicit partition seq % N instead of the key hash
+        int spread = Integer.parseInt(o.getOrDefault("spread", "0"));
+
+        Properties p = new Properties();
+        p.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, req(o, "bootstrap"));
+        p.put(ProducerConfig.ACKS_CONFIG, o.getOrDefault("acks", "all"));
+        p.put(ProducerConfig.COMPRESSION_TYPE_CONFIG, o.getOrDefault("compression", "none"));
+        p.put(ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG, "false");
+        p.put(ProducerConfig.LINGER_MS_CONFIG, o.getOrDefault("linger-ms", "5"));
+        p.put(ProducerConfig.BATCH_SIZE_CONFIG, o.getOrDefault("batch-size", "65536"));
+        p.put(ProducerConfig.REQUEST_TIMEOUT_MS_CONFIG, o.getOrDefault("request-timeout-ms", "15000"));
+        p.put(ProducerConfig.DELIVERY_TIMEOUT_MS_CONFIG, o.getOrDefault("delivery-timeout-ms", "60000"));
+        p.put(ProducerConfig.RECONNECT_BACKOFF_MAX_MS_CONFIG, "500");
+        p.put(ProducerConfig.MAX_IN_FLIGHT_REQUESTS_PER_CONNECTION, o.getOrDefault("max-in-flight", "5"));
+        p.put(ProducerConfig.MAX_BLOCK_MS_CONFIG, o.getOrDefault("max-block-ms", "60000"));
+        p.put(ProducerConfig.KEY_SERIALIZER_CLASS_CONFIG, ByteArraySerializer.class.getName());
+        p.put(ProducerConfig.VALUE_SERIALIZER_CLASS_CONFIG, ByteArraySerializer.class.getName());
+
+        AtomicLong acked = new AtomicLong();
+        AtomicLong failed = new AtomicLong();
+        AtomicReference<String> firstError = new AtomicReference<>();
+        BufferedWriter w = ackedFile == null ? null : Files.newBufferedWriter(Paths.get(ackedFile), StandardCharsets.UTF_8);
+        Object lock = new Object();
+        String pad = "x".repeat(valueSize);
+        long t0 = System.nanoTime();
+        try (KafkaProducer<byte[], byte[]> producer = new KafkaProducer<>(p)) {
+            for (long i = 0; i < count; i++) {
+                long seq = start + i;
+                String key = prefix + seq;
+                String value = key + "|" + seq + "|" + pad;
+                if (maxRate > 0) {
+                    long due = t0 + (long) (i * 1e9 / maxRate);
+                    long now = System.nanoTime();
+                    if (due > now) {
+                        TimeUnit.NANOSECONDS.sleep(due - now);
+                    }
+                }
+                producer.send(new ProducerRecord<>(topic, spread > 0 ? (Integer) (int) (seq % spread) : null, key.getBytes(StandardCharsets.UTF_8),
+                        value.getBytes(StandardCharsets.UTF_8)), (md, ex) -> {
+                    if (ex != null) {
+                        failed.incrementAndGet();
+                        firstError.compareAndSet(null, ex.getClass().getName() + ": " + ex.getMessage());
+                        return;
+                    }
+                    long n = acked.incrementAndGet();
+                    if (w != null) {
+                        synchronized (lock) {
+                            try {
+                                w.write(md.partition() + " " + md.offset() + " " + key + "\n");
+                                if (n % 1000 == 0) {
+                                    w.flush();
+                                }
+                            } catch (IOException e) {
+                                throw new RuntimeException(e);
+                            }
+                        }
+                    }
+                });
+            }
+            producer.flush();
+        } finally {
+            if (w != null) {
+                synchronized (lock) {
+                    w.close();
+                }
+            }
+        }
+        double secs = (System.nanoTime() - t0) / 1e9;
+        OUT.printf("produced topic=%s acked=%d failed=%d seconds=%.2f%n", topic, acked.get(), failed.get(), secs);
+        if (firstError.get() != null) {
+            OUT.println("first_error=" + firstError.get());
+        }
+        if (acked.get() + failed.get() != count) {
+            OUT.println("ERROR callbacks " + (acked.get() + failed.get()) + " != count " + count);
+            return 1;
+        }
+        return failed.get() == 0 || allowFailures ? 0 : 2;
+    }
+
+    // ------------------------------------------------------------------ consume
+
+    private static int consume(Map<String, String> o) throws Exception {
+        String topic = req(o, "topic");
+        long expect = Long.parseLong(o.getOrDefault("expect", "-1"));
+        String mode = o.getOrDefault("mode", "exact");
+        if (!mode.equals("exact") && !mode.equals("acked")) {
+            usage("--mode exact|acked");
+        }
+        boolean exact = mode.equals("exact");
+        long timeoutMs = Long.parseLong(o.getOrDefault("timeout-s", "180")) * 1000;
+
+        Properties p = new Properties();
+        p.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, req(o, "bootstrap"));
+        p.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false");
+        p.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "none");
+        p.put(ConsumerConfig.CHECK_CRCS_CONFIG, "true");
+        p.put(ConsumerConfig.MAX_POLL_RECORDS_CONFIG, "5000");
+        p.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class.getName());
+        p.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class.getName());
+
+        List<String> errors = new ArrayList<>();
+        Map<Integer, List<String>> keysByPartition = new HashMap<>();
+        Set<String> seenKeys = new HashSet<>();
+        long total = 0;
+        long t0 = System.currentTimeMillis();
+        try (KafkaConsumer<byte[], byte[]> consumer = new KafkaConsumer<>(p)) {
+            List<PartitionInfo> infos = consumer.partitionsFor(topic, Duration.ofSeconds(30));
+            if (infos == null || infos.isEmpty()) {
+                OUT.println("ERROR no partitions for topic " + topic);
+                return 1;
+            }
+            List<TopicPartition> tps = new ArrayList<>();
+            for (PartitionInfo pi : infos) {
+                tps.add(new TopicPartition(topic, pi.partition()));
+                keysByPartition.put(pi.partition(), new ArrayList<>());
+            }
+            consumer.assign(tps);
+            Map<TopicPartition, Long> begin = consumer.beginningOffsets(tps, Duration.ofSeconds(30));
+            Map<TopicPartition, Long> end = consumer.endOffsets(tps, Duration.ofSeconds(30));
+            for (TopicPartition tp : tps) {
+                if (begin.get(tp) != 0L) {
+                    errors.add("partition " + tp.partition() + " log start offset is " + begin.get(tp) + ", expected 0");
+                }
+                consumer.seek(tp, 0L);
+            }
+            Map<Integer, Long> lastSeq = new HashMap<>();
+            Set<TopicPartition> pending = new HashSet<>();
+            for (TopicPartition tp : tps) {
+                if (end.get(tp) > 0) {
+                    pending.add(tp);
+                }
+            }
+            while (!pending.isEmpty()) {
+                if (System.currentTimeMillis() - t0 > timeoutMs) {
+                    StringBuilder sb = new StringBuilder("ERROR timeout; still pending:");
+                    for (TopicPartition tp : pending) {
+                        sb.append(' ').append(tp.partition()).append(" at ").append(consumer.position(tp))
+                                .append("/").append(end.get(tp));
+                    }
+                    OUT.println(sb);
+                    return 1;
+                }
+                ConsumerRecords<byte[], byte[]> recs = consumer.poll(Duration.ofMillis(500));
+                for (ConsumerRecord<byte[], byte[]> r : recs) {
+                    total++;
+                    int part = r.partition();
+                    List<String> keys = keysByPartition.get(part);
+                    String key = r.key() == null ? null : new String(r.key(), StandardCharsets.UTF_8);
+                    String value = r.value() == null ? null : new String(r.value(), StandardCharsets.UTF_8);
+                    if (r.offset() != keys.size()) {
+                        err(errors, "partition " + part + ": offset " + r.offset() + " but expected " + keys.size()
+                                + " (offsets must be contiguous from 0)");
+                    }
+                    while (keys.size() < r.offset()) {
+                        keys.add(null);
+                    }
+                    if (keys.size() == r.offset()) {
+                        keys.add(key);
+                    }
+                    if (key == null || value == null) {
+                        err(errors, "partition " + part + " offset " + r.offset() + ": null key or value");
+                        continue;
+                    }
+                    String[] f = value.split("\\|", -1);
+                    if (f.length != 3 || !f[0].equals(key) || !key.endsWith(f[1]) || !f[2].chars().allMatch(c -> c == 'x')) {
+                        err(errors, "partition " + part + " offset " + r.offset() + ": value '" + abbreviate(value)
+                                + "' does not match key '" + key + "'");
+                        continue;
+                    }
+                    if (exact) {
+                        if (!seenKeys.add(key)) {
+                            err(errors, "duplicate key " + key + " at partition " + part + " offset " + r.offset());
+                        }
+                        long seq = Long.parseLong(f[1]);
+                        Long prev = lastSeq.put(part, seq);
+                        if (prev != null && prev >= seq) {
+                            err(errors, "partition " + part + " offset " + r.offset() + ": seq " + seq
+                                    + " after seq " + prev + " (order differs from produce order)");
+                        }
+                    }
+                }
+                for (TopicPartition tp : new ArrayList<>(pending)) {
+                    if (consumer.position(tp) >= end.get(tp)) {
+                        pending.remove(tp);
+                    }
+                }
+            }
+            for (TopicPartition tp : tps) {
+                long n = keysByPartition.get(tp.partition()).size();
+                if (n != end.get(tp)) {
+                    err(errors, "partition " + tp.partition() + ": read " + n + " records but end offset is " + end.get(tp));
+                }
+            }
+        }
+
+        if (expect >= 0 && exact && total != expect) {
+            err(errors, "consumed " + total + " records, expected " + expect);
+        }
+        if (expect >= 0 && !exact && total < expect) {
+            err(errors, "consumed " + total + " records, expected at least " + expect);
+        }
+        String ackedFile = o.get("acked-file");
+        long ackedChecked = 0;
+        if (ackedFile != null) {
+            try (BufferedReader r = Files.newBufferedReader(Paths.get(ackedFile), StandardCharsets.UTF_8)) {
+                String line;
+                while ((line = r.readLine()) != null) {
+                    if (line.isBlank()) {
+                        continue;
+                    }
+                    String[] f = line.trim().split(" ");
+                    if (f.length != 3) {
+                        continue; // a torn last line of a killed producer
+                    }
+                    int part = Integer.parseInt(f[0]);
+                    long off = Long.parseLong(f[1]);
+                    ackedChecked++;
+                    List<String> keys = keysByPartition.get(part);
+                    String got = keys == null || off >= keys.size() ? null : keys.get((int) off);
+                    if (!f[2].equals(got)) {
+                        err(errors, "acknowledged record " + f[2] + " at partition " + part + " offset " + off
+                                + " is missing; found " + (got == null ? "nothing" : "key " + got));
+                    }
+                }
+            }
+            if (exact && ackedChecked != total) {
+                err(errors, "acked file has " + ackedChecked + " records but consumed " + total);
+            }
+        }
+        StringBuilder sb = new StringBuilder();
+        for (int part : new TreeSet<>(keysByPartition.keySet())) {
+            sb.append(sb.length() == 0 ? "" : ",").append(part).append(':').append(keysByPartition.get(part).size());
+        }
+        OUT.printf("consumed topic=%s records=%d acked_checked=%d seconds=%.2f partitions=%s%n", topic, total,
+                ackedChecked, (System.currentTimeMillis() - t0) / 1000.0, sb);
+        if (!errors.isEmpty()) {
+            for (String e : errors) {
+                OUT.println("ERROR " + e);
+            }
+            return 1;
+        }
+        OUT.println("OK");
+        return 0;
+    }
+
+    private static void err(List<String> errors, String msg) {
+        if (errors.size() < 30) {
+            errors.add(msg);
+        } else if (errors.size() == 30) {
+            errors.add("... more errors suppressed");
+        }
+    }
+
+    private static String abbreviate(String s) {
+        return s.length() > 60 ? s.substring(0, 60) + "..." : s;
+    }
+
+    // ------------------------------------------------------------------ admin
+
+    private static int admin(String sub, Map<String, String> o) throws Exception {
+        Properties p = new Properties();
+        p.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, req(o, "bootstrap"));
+        p.put(AdminClientConfig.DEFAULT_API_TIMEOUT_MS_CONFIG, "30000");
+        p.put(AdminClientConfig.REQUEST_TIMEOUT_MS_CONFIG, "15000");
+        if (sub.equals("autocreate")) {
+            return autocreate(o);
+        }
+        try (Admin admin = Admin.create(p)) {
+            switch (sub) {
+                case "create": {
+                    String topic = req(o, "topic");
+                    int parts = Integer.parseInt(req(o, "partitions"));
+                    short rf = Short.parseShort(o.getOrDefault("replication", "1"));
+                    try {
+                        admin.createTopics(Collections.singleton(new NewTopic(topic, parts, rf))).all().get();
+                    } catch (ExecutionException e) {
+                        if (e.getCause() instanceof TopicExistsException) {
+                            OUT.println("TopicExistsException: " + e.getCause().getMessage());
+                            return 10;
+                        }
+                        throw e;
+                    }
+                    waitForLeaders(admin, topic, parts);
+                    OUT.println("created " + topic + " partitions=" + parts);
+                    return 0;
+                }
+                case "delete": {
+                    String topic = req(o, "topic");
+                    admin.deleteTopics(Collections.singleton(topic)).all().get();
+                    OUT.println("deleted " + topic);
+                    return 0;
+                }
+                case "list": {
+                    Set<String> names = new TreeSet<>(admin.listTopics(new ListTopicsOptions().listInternal(false)).names().get());
+                    for (String n : names) {
+                        OUT.println("topic " + n);
+                    }
+                    return 0;
+                }
+                case "describe-topic": {
+                    String topic = req(o, "topic");
+                    Map<String, TopicDescription> d = admin.describeTopics(Collections.singleton(topic)).allTopicNames().get();
+                    TopicDescription td = d.get(topic);
+                    OUT.println("topic=" + td.name() + " partitions=" + td.partitions().size());
+                    td.partitions().forEach(pi -> OUT.println("partition " + pi.partition() + " leader="
+                            + (pi.leader() == null ? "none" : pi.leader().id()) + " replicas=" + pi.replicas().size()));
+                    return 0;
+                }
+                case "describe-cluster": {
+                    DescribeClusterResult r = admin.describeCluster();
+                    Collection<Node> nodes = r.nodes().get();
+                    Node controller = r.controller().get();
+                    StringBuilder sb = new StringBuilder();
+                    for (Node n : nodes) {
+                        sb.append(sb.length() == 0 ? "" : ",").append(n.id()).append('@').append(n.host()).append(':').append(n.port());
+                    }
+                    OUT.println("cluster_id=" + r.clusterId().get());
+                    OUT.println("controller=" + (controller == null ? "none" : controller.id()));
+                    OUT.println("nodes=" + sb);
+                    return 0;
+                }
+                default:
+                    usage("unknown admin command " + sub);
+                    return 64;
+            }
+        }
+    }
+
+    /** Wait until the topic's metadata shows every partition with a leader (Kafka elects them asynchronously). */
+    private static void waitForLeaders(Admin admin, String topic, int parts) throws Exception {
+        long deadline = System.currentTimeMillis() + 30000;
+        String last = "";
+        while (System.currentTimeMillis() < deadline) {
+            try {
+                TopicDescription td = admin.describeTopics(Collections.singleton(topic)).allTopicNames().get().get(topic);
+                long led = td.partitions().stream().filter(pi -> pi.leader() != null && !pi.leader().isEmpty()).count();
+                if (td.partitions().size() == parts && led == parts) {
+                    return;
+                }
+                last = td.partitions().size() + " partitions, " + led + " with a leader";
+            } catch (ExecutionException e) {
+                last = e.getCause().toString();
+            }
+            Thread.sleep(100);
+        }
+        throw new IllegalStateException("topic " + topic + " created but not ready after 30s: " + last);
+    }
+
+    /** Metadata request with allow_auto_topic_creation=true, as the producer sends it. */
+    private static int autocreate(Map<String, String> o) throws Exception {
+        Properties p = new Properties();
+        p.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, req(o, "bootstrap"));
+        p.put(ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG, "false");
+        p.put(ProducerConfig.MAX_BLOCK_MS_CONFIG, "30000");
+        p.put(ProducerConfig.KEY_SERIALIZER_CLASS_CONFIG, ByteArraySerializer.class.getName());
+        p.put(ProducerConfig.VALUE_SERIALIZER_CLASS_CONFIG, ByteArraySerializer.class.getName());
+        try (KafkaProducer<byte[], byte[]> producer = new KafkaProducer<>(p)) {
+            List<PartitionInfo> infos = producer.partitionsFor(req(o, "topic"));
+            OUT.println("partitions=" + infos.size());
+        }
+        return 0;
+    }
+}

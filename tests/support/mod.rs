@@ -1,0 +1,319 @@
+//! Test support: start a real `sluice` process on a free port with its own data directory, and
+//! talk to it with a small blocking Kafka client built on the protocol crate.
+#![allow(dead_code)]
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use sluice_protocol::header::RequestHeader;
+use sluice_protocol::request::{decode_response, encode_request, RequestBody, ResponseBody};
+
+/// A running broker process.
+pub struct Broker {
+    child: Option<Child>,
+    /// Its port on 127.0.0.1.
+    pub port: u16,
+    /// Its data directory.
+    pub dir: PathBuf,
+}
+
+/// A fresh directory under the target dir's tmp.
+pub fn temp_dir(name: &str) -> PathBuf {
+    let base = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos();
+    let dir = base.join(format!("{name}-{}-{nanos}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// A port nobody listens on right now.
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+impl Broker {
+    /// Starts a broker in a new directory with extra `--override`s.
+    pub fn start(name: &str, overrides: &[&str]) -> Broker {
+        Broker::start_in(&temp_dir(name), free_port(), overrides)
+    }
+
+    /// Starts a broker on `dir` and `port` (for restarts on the same data).
+    pub fn start_in(dir: &Path, port: u16, overrides: &[&str]) -> Broker {
+        let data = dir.join("data");
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(dir.join("broker.log"))
+            .unwrap();
+        let mut command = Command::new(env!("CARGO_BIN_EXE_sluice"));
+        command
+            .arg("--override")
+            .arg(format!("listeners=PLAINTEXT://127.0.0.1:{port}"))
+            .arg("--override")
+            .arg(format!("log.dirs={}", data.display()));
+        for item in overrides {
+            command.arg("--override").arg(item);
+        }
+        let child = command
+            .env("RUST_LOG", "info,glommio=off")
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .expect("start sluice");
+        let mut broker = Broker {
+            child: Some(child),
+            port,
+            dir: dir.to_path_buf(),
+        };
+        broker.wait_ready();
+        broker
+    }
+
+    fn wait_ready(&mut self) {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while Instant::now() < deadline {
+            if let Some(status) = self.child.as_mut().unwrap().try_wait().unwrap() {
+                panic!("broker exited during start: {status}");
+            }
+            if TcpStream::connect(("127.0.0.1", self.port)).is_ok() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        panic!("broker did not listen on {} within 30 s", self.port);
+    }
+
+    /// Whether the process is still running.
+    pub fn is_running(&mut self) -> bool {
+        self.child
+            .as_mut()
+            .is_some_and(|c| c.try_wait().unwrap().is_none())
+    }
+
+    /// Resident memory in KiB (VmRSS).
+    pub fn rss_kib(&self) -> u64 {
+        let pid = self.child.as_ref().unwrap().id();
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmRSS:"))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+            .unwrap_or(0)
+    }
+
+    /// SIGTERM and wait: the graceful shutdown path.
+    pub fn stop(mut self) -> ExitStatus {
+        let mut child = self.child.take().unwrap();
+        // SAFETY: kill(2) on our child's pid.
+        unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+        child.wait().unwrap()
+    }
+
+    /// SIGKILL: a crash.
+    pub fn kill(mut self) {
+        let mut child = self.child.take().unwrap();
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+
+    /// A connected client.
+    pub fn client(&self) -> Client {
+        Client::connect(self.port)
+    }
+}
+
+impl Drop for Broker {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+/// A blocking Kafka client: one request at a time, or raw bytes.
+pub struct Client {
+    /// The socket.
+    pub stream: TcpStream,
+    correlation_id: i32,
+}
+
+impl Client {
+    /// Connects to the broker on `port`.
+    pub fn connect(port: u16) -> Client {
+        let stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
+        stream.set_nodelay(true).unwrap();
+        stream
+            .set_read_timeout(Some(Duration::from_secs(30)))
+            .unwrap();
+        Client {
+            stream,
+            correlation_id: 0,
+        }
+    }
+
+    /// Sends a request and reads its response.
+    pub fn call(&mut self, api_key: i16, version: i16, body: RequestBody) -> ResponseBody {
+        self.send(api_key, version, body);
+        self.receive(api_key, version)
+    }
+
+    /// Sends a request without reading the response.
+    pub fn send(&mut self, api_key: i16, version: i16, body: RequestBody) -> i32 {
+        self.correlation_id += 1;
+        let header = RequestHeader {
+            api_key,
+            api_version: version,
+            correlation_id: self.correlation_id,
+            client_id: Some("sluice-test".to_string()),
+        };
+        let frame = encode_request(&header, &body);
+        self.stream.write_all(&frame).unwrap();
+        self.correlation_id
+    }
+
+    /// Reads the next response, for a request of that key and version.
+    pub fn receive(&mut self, api_key: i16, version: i16) -> ResponseBody {
+        let frame = self.read_frame().expect("response frame");
+        let (header, body) = decode_response(frame, api_key, version).expect("decodable response");
+        assert!(header.correlation_id > 0);
+        body
+    }
+
+    /// Reads one raw frame (None at end of stream).
+    pub fn read_frame(&mut self) -> Option<Bytes> {
+        let mut size = [0u8; 4];
+        self.stream.read_exact(&mut size).ok()?;
+        let size = i32::from_be_bytes(size);
+        assert!(size >= 0, "negative response size");
+        let mut frame = vec![0u8; size as usize];
+        self.stream.read_exact(&mut frame).ok()?;
+        Some(Bytes::from(frame))
+    }
+}
+
+/// Creates a topic (CreateTopics v7) and asserts success.
+pub fn create_topic(client: &mut Client, name: &str, partitions: i32) {
+    use sluice_protocol::messages::create_topics::{CreatableTopic, CreateTopicsRequest};
+    let request = CreateTopicsRequest {
+        topics: vec![CreatableTopic {
+            name: name.to_string(),
+            num_partitions: partitions,
+            replication_factor: 1,
+            ..CreatableTopic::default()
+        }],
+        timeout_ms: 30_000,
+        validate_only: false,
+    };
+    let ResponseBody::CreateTopics(response) =
+        client.call(19, 7, RequestBody::CreateTopics(request))
+    else {
+        panic!("wrong response kind")
+    };
+    assert_eq!(
+        response.topics[0].error_code, 0,
+        "create {name}: {:?}",
+        response.topics[0].error_message
+    );
+}
+
+/// Produces one batch (Produce v9) and returns (error code, base offset).
+pub fn produce(client: &mut Client, topic: &str, partition: i32, batch: Bytes) -> (i16, i64) {
+    use sluice_protocol::messages::produce::{
+        PartitionProduceData, ProduceRequest, TopicProduceData,
+    };
+    let request = ProduceRequest {
+        transactional_id: None,
+        acks: -1,
+        timeout_ms: 30_000,
+        topic_data: vec![TopicProduceData {
+            name: topic.to_string(),
+            partition_data: vec![PartitionProduceData {
+                index: partition,
+                records: Some(batch),
+            }],
+            ..TopicProduceData::default()
+        }],
+    };
+    let ResponseBody::Produce(response) = client.call(0, 9, RequestBody::Produce(request)) else {
+        panic!("wrong response kind")
+    };
+    let p = &response.responses[0].partition_responses[0];
+    (p.error_code, p.base_offset)
+}
+
+/// A Fetch v12 request for one partition.
+pub fn fetch_request(
+    topic: &str,
+    partition: i32,
+    offset: i64,
+    max_wait_ms: i32,
+    min_bytes: i32,
+) -> RequestBody {
+    use sluice_protocol::messages::fetch::{FetchPartition, FetchRequest, FetchTopic};
+    RequestBody::Fetch(FetchRequest {
+        replica_id: -1,
+        max_wait_ms,
+        min_bytes,
+        max_bytes: 50 << 20,
+        session_epoch: -1,
+        topics: vec![FetchTopic {
+            topic: topic.to_string(),
+            partitions: vec![FetchPartition {
+                partition,
+                current_leader_epoch: -1,
+                fetch_offset: offset,
+                last_fetched_epoch: -1,
+                log_start_offset: -1,
+                partition_max_bytes: 1 << 20,
+                ..FetchPartition::default()
+            }],
+            ..FetchTopic::default()
+        }],
+        ..FetchRequest::default()
+    })
+}
+
+/// Fetches one partition (Fetch v12) and returns (error code, high watermark, records).
+pub fn fetch(client: &mut Client, topic: &str, partition: i32, offset: i64) -> (i16, i64, Bytes) {
+    let ResponseBody::Fetch(response) =
+        client.call(1, 12, fetch_request(topic, partition, offset, 0, 0))
+    else {
+        panic!("wrong response kind")
+    };
+    let p = &response.responses[0].partitions[0];
+    (
+        p.error_code,
+        p.high_watermark,
+        p.records.clone().unwrap_or_default(),
+    )
+}
+
+/// A valid uncompressed batch of `count` records whose values are `prefix-i`.
+pub fn batch(prefix: &str, count: usize) -> Bytes {
+    let mut builder = sluice_protocol::record_batch::RecordBatchBuilder::new(now_ms());
+    for i in 0..count {
+        let value = format!("{prefix}-{i}");
+        builder = builder.record(Some(value.as_bytes()), Some(value.as_bytes()));
+    }
+    builder.build()
+}
+
+/// Wall-clock milliseconds.
+pub fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64
+}
