@@ -186,7 +186,7 @@ fn kill_nine_loses_no_acknowledged_batch() {
     let mut client = broker.client();
     for (partition, offset, b) in acknowledged {
         let (error, _, records) = fetch(&mut client, "durable", partition, offset);
-        assert_eq!(error, 0);
+        assert_eq!(error, 0, "fetch {partition}@{offset} after restart");
         assert_eq!(&records[..8], &offset.to_be_bytes());
         assert_eq!(&records[8..b.len()], &b[8..]);
     }

@@ -10,6 +10,8 @@ A module can set BROKER_SETTINGS = {...} (Kafka setting names) to change the bro
 
 from __future__ import annotations
 
+import logging
+import os
 import sys
 from pathlib import Path
 
@@ -21,6 +23,9 @@ import harness  # noqa: E402
 
 
 def pytest_configure(config):
+    # kafka-python logs every reconnect attempt at ERROR; keep failure reports readable.
+    if not os.environ.get("SLUICE_TEST_VERBOSE"):
+        logging.getLogger("kafka").setLevel(logging.CRITICAL)
     config.addinivalue_line("markers", "slow: long-running test (crash rounds, 100k-message runs)")
 
 

@@ -32,7 +32,8 @@ def create_topic(bootstrap, topic, partitions):
 def produce(bootstrap, topic, count, compression=None, prefix="k", pad=16, acks="all"):
     producer = KafkaProducer(bootstrap_servers=bootstrap, acks=acks, compression_type=compression,
                              enable_idempotence=False, linger_ms=5, batch_size=65536,
-                             max_in_flight_requests_per_connection=5, retries=5, request_timeout_ms=30000)
+                             max_in_flight_requests_per_connection=5, retries=5, request_timeout_ms=30000,
+                             delivery_timeout_ms=60000)
     errors = []
     acked = {}
     futures = []

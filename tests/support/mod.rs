@@ -66,7 +66,10 @@ impl Broker {
             command.arg("--override").arg(item);
         }
         let child = command
-            .env("RUST_LOG", "info,glommio=off")
+            .env(
+                "RUST_LOG",
+                std::env::var("SLUICE_TEST_LOG").unwrap_or_else(|_| "info,glommio=off".into()),
+            )
             .stdout(Stdio::null())
             .stderr(log)
             .spawn()
@@ -86,12 +89,33 @@ impl Broker {
             if let Some(status) = self.child.as_mut().unwrap().try_wait().unwrap() {
                 panic!("broker exited during start: {status}");
             }
-            if TcpStream::connect(("127.0.0.1", self.port)).is_ok() {
+            if self.answers_api_versions() {
                 return;
             }
             std::thread::sleep(Duration::from_millis(20));
         }
         panic!("broker did not listen on {} within 30 s", self.port);
+    }
+
+    /// A full ApiVersions round trip: a bare connect can succeed before the broker listens
+    /// (a loopback connect to a free ephemeral port may connect the socket to itself).
+    fn answers_api_versions(&self) -> bool {
+        let Ok(stream) = TcpStream::connect(("127.0.0.1", self.port)) else {
+            return false;
+        };
+        let _ = stream.set_read_timeout(Some(Duration::from_secs(2)));
+        let mut client = Client {
+            stream,
+            correlation_id: 0,
+        };
+        let request = RequestBody::ApiVersions(
+            sluice_protocol::messages::api_versions::ApiVersionsRequest::default(),
+        );
+        client.send(18, 3, request);
+        client
+            .read_frame()
+            .and_then(|frame| decode_response(frame, 18, 3).ok())
+            .is_some()
     }
 
     /// Whether the process is still running.

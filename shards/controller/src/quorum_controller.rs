@@ -459,11 +459,13 @@ impl QuorumController {
         topic_id: Uuid,
         touched: &'a mut BTreeMap<Uuid, TopicImage>,
     ) -> Option<&'a mut TopicImage> {
-        if !touched.contains_key(&topic_id) {
-            let existing = self.image.topic_by_id(&topic_id)?;
-            touched.insert(topic_id, TopicImage::clone(existing));
+        match touched.entry(topic_id) {
+            std::collections::btree_map::Entry::Occupied(entry) => Some(entry.into_mut()),
+            std::collections::btree_map::Entry::Vacant(entry) => {
+                let existing = self.image.topic_by_id(&topic_id)?;
+                Some(entry.insert(TopicImage::clone(existing)))
+            }
         }
-        touched.get_mut(&topic_id)
     }
 }
 

@@ -30,6 +30,11 @@ pub fn spawn_pumps(ctx: Rc<ShardContext>, mut receivers: Receivers<Envelope>) {
 }
 
 async fn handle(ctx: &ShardContext, message: ShardMessage) {
+    // Another shard may start serving before this one has opened its partitions: hold its
+    // work until the first image is applied here, instead of answering "unknown partition".
+    if !matches!(message, ShardMessage::ApplyMetadata { .. }) {
+        ctx.metadata_ready.wait().await;
+    }
     match message {
         ShardMessage::Produce(work) => {
             let results = local::produce(ctx, work.partitions).await;

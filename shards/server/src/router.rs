@@ -23,6 +23,10 @@ use crate::util::{join_all, race_any};
 
 type Results<O> = Vec<Result<O, ReplicaError>>;
 
+/// One shard's share of a fan-out: the input slots it covers and its results.
+type GroupRun<'c, O> =
+    std::pin::Pin<Box<dyn Future<Output = (Vec<usize>, Result<Results<O>, PartitionError>)> + 'c>>;
+
 /// Appends batches, each to its owner shard. Results come back in input order.
 pub async fn produce(
     ctx: &ShardContext,
@@ -123,11 +127,7 @@ where
         group.0.push(slot);
         group.1.push(item);
     }
-    let mut runs: Vec<
-        std::pin::Pin<
-            Box<dyn Future<Output = (Vec<usize>, Result<Results<O>, PartitionError>)> + 'c>,
-        >,
-    > = Vec::with_capacity(groups.len());
+    let mut runs: Vec<GroupRun<'c, O>> = Vec::with_capacity(groups.len());
     for (shard, (slots, work)) in groups {
         if shard == ctx.shard_id {
             let run = local(ctx, work);

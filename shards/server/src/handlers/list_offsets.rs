@@ -78,7 +78,6 @@ pub async fn handle(
                         timestamp: found.map_or(-1, |f| f.timestamp),
                         offset: found.map_or(-1, |f| f.offset),
                         leader_epoch: if found.is_some() { epoch } else { -1 },
-                        ..ListOffsetsPartitionResponse::default()
                     }
                 })
                 .collect(),

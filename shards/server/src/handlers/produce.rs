@@ -28,6 +28,12 @@ pub const ENTRY: HandlerEntry = HandlerEntry {
     max_version: msg::MAX_VERSION,
 };
 
+/// A refusal: Kafka's error code and a message for the client.
+type Refusal = (ErrorCode, Option<String>);
+
+/// A partition's validated batch, bound for its owner shard.
+type Routed = (ShardId, (TopicIdPartition, Bytes));
+
 /// Where one partition of the request stands.
 enum Slot {
     /// Refused before any append.
@@ -45,7 +51,7 @@ pub async fn handle(
     let acks = request.acks;
     let image = ctx.image();
     let acks_valid = matches!(acks, -1..=1);
-    let mut routed: Vec<(ShardId, (TopicIdPartition, Bytes))> = Vec::new();
+    let mut routed: Vec<Routed> = Vec::new();
     let mut unknown_topics: Vec<String> = Vec::new();
     let mut slots: Vec<Vec<Slot>> = Vec::with_capacity(request.topic_data.len());
     for topic in &request.topic_data {
@@ -96,7 +102,7 @@ fn route(
     topic_name: &str,
     partition: i32,
     records: Option<&Bytes>,
-) -> Result<(ShardId, (TopicIdPartition, Bytes)), (ErrorCode, Option<String>)> {
+) -> Result<Routed, Refusal> {
     let topic = image
         .topic(topic_name)
         .ok_or((ErrorCode::UNKNOWN_TOPIC_OR_PARTITION, None))?;
@@ -157,7 +163,7 @@ fn validate_records(
     Ok(())
 }
 
-fn batch_error(error: RecordBatchError) -> (ErrorCode, Option<String>) {
+fn batch_error(error: RecordBatchError) -> Refusal {
     let code = match error {
         RecordBatchError::InvalidMagic(_) => ErrorCode::UNSUPPORTED_FOR_MESSAGE_FORMAT,
         RecordBatchError::CrcMismatch { .. } | RecordBatchError::Truncated { .. } => {
