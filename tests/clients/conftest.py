@@ -63,3 +63,15 @@ def kcat():
 @pytest.fixture
 def logdir(tmp_path):
     return tmp_path
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """On a failure, attach the tail of the module broker's log (and say if it died)."""
+    outcome = yield
+    rep = outcome.get_result()
+    if rep.failed and "broker" in getattr(item, "fixturenames", ()):
+        b = item.funcargs.get("broker") if hasattr(item, "funcargs") else None
+        if isinstance(b, harness.Broker):
+            state = "running" if b.running() else f"NOT RUNNING (exit code {b._popen().poll()})"
+            rep.sections.append((f"broker log ({b.target} {state}, {b.log_path})", harness.tail(b.log_path, 30)))
