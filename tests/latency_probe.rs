@@ -24,6 +24,9 @@ fn produce_round_trip_per_partition() {
         for _ in 0..n {
             produce(&mut client, "lat", partition, b.clone());
         }
-        println!("partition {partition}: {:?} per produce", started.elapsed() / n);
+        println!(
+            "partition {partition}: {:?} per produce",
+            started.elapsed() / n
+        );
     }
 }

@@ -10,12 +10,13 @@
 use std::rc::Rc;
 
 use bytes::{Buf, Bytes, BytesMut};
-use futures_lite::{AsyncReadExt, AsyncWriteExt};
+use futures_lite::AsyncWriteExt;
 use glommio::net::TcpStream;
 use tracing::{debug, info};
 
 use crate::context::ShardContext;
 use crate::dispatch::{dispatch, Outcome};
+use crate::socket_io;
 
 /// Read buffer growth step; large frames are read in as few system calls as their size allows.
 const READ_CHUNK_BYTES: usize = 64 * 1024;
@@ -78,7 +79,7 @@ async fn serve_frames(
             }
         };
         match dispatch(ctx, frame).await {
-            Outcome::Respond(response) => stream.write_all(&response).await?,
+            Outcome::Respond(segments) => socket_io::write_segments(stream, &segments).await?,
             Outcome::NoResponse => {}
             Outcome::Close => return Err(ConnectionError::Unanswerable),
         }
@@ -142,12 +143,7 @@ impl FrameReader {
                 .max(READ_CHUNK_BYTES),
             None => READ_CHUNK_BYTES,
         };
-        let start = self.buf.len();
-        self.buf.resize(start + wanted, 0);
-        let read = stream.read(&mut self.buf[start..]).await;
-        let n = *read.as_ref().unwrap_or(&0);
-        self.buf.truncate(start + n);
-        read?;
+        let n = socket_io::read_into(stream, &mut self.buf, wanted).await?;
         Ok(n > 0)
     }
 }

@@ -1,7 +1,9 @@
 //! Decodes one request frame, runs its handler, and encodes the response frame.
 
-use bytes::{Bytes, BytesMut};
-use sluice_protocol::request::{decode_request, encode_response, RequestBody, ResponseBody};
+use bytes::Bytes;
+use sluice_protocol::request::{
+    decode_request, encode_response_vectored, RequestBody, ResponseBody,
+};
 use tracing::info;
 
 use crate::context::ShardContext;
@@ -9,8 +11,9 @@ use crate::handlers;
 
 /// What to do after a request.
 pub enum Outcome {
-    /// Write this response frame.
-    Respond(BytesMut),
+    /// Write this response frame, given as segments: record data stays in the buffers it was
+    /// read into and goes to the socket without another copy.
+    Respond(Vec<Bytes>),
     /// Nothing to write (Produce with acks=0).
     NoResponse,
     /// The request cannot be answered in its own format; close the connection.
@@ -55,7 +58,7 @@ pub async fn dispatch(ctx: &ShardContext, frame: Bytes) -> Outcome {
             ResponseBody::DescribeCluster(handlers::describe_cluster::handle(ctx, version, &r))
         }
     };
-    Outcome::Respond(encode_response(
+    Outcome::Respond(encode_response_vectored(
         header.correlation_id,
         header.api_key,
         version,

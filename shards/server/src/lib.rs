@@ -15,6 +15,7 @@ pub mod handlers;
 mod local;
 mod pump;
 mod router;
+mod socket_io;
 mod util;
 
 use std::rc::Rc;

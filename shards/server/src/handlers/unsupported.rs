@@ -38,10 +38,11 @@ pub fn answer(error: &RequestDecodeError) -> Outcome {
         api_version = header.api_version,
         "unsupported API or version; answering UNSUPPORTED_VERSION"
     );
-    Outcome::Respond(unsupported_version_frame(
+    Outcome::Respond(vec![unsupported_version_frame(
         header.api_key,
         header.correlation_id,
-    ))
+    )
+    .freeze()])
 }
 
 fn unsupported_version_frame(api_key: i16, correlation_id: i32) -> BytesMut {
