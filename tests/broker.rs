@@ -44,6 +44,25 @@ fn advertises_what_it_serves_and_stops_cleanly() {
 }
 
 #[test]
+fn with_no_config_it_listens_on_9092_and_says_ready_once() {
+    let dir = support::temp_dir("default");
+    let broker = Broker::start_default(&dir);
+    let mut client = broker.client();
+    create_topic(&mut client, "defaults", 1);
+    assert!(
+        dir.join("data").join("defaults-0").is_dir(),
+        "data lives in ./data"
+    );
+    drop(client);
+    let status = broker.stop();
+    assert!(status.success());
+    let log = std::fs::read_to_string(dir.join("broker.log")).unwrap();
+    let ready: Vec<&str> = log.lines().filter(|l| l.contains("ready")).collect();
+    assert_eq!(ready.len(), 1, "one ready line: {log}");
+    assert!(ready[0].contains("127.0.0.1:9092"), "{}", ready[0]);
+}
+
+#[test]
 fn unserved_apis_and_versions_get_unsupported_version() {
     let broker = Broker::start("unsupported", &[]);
     let mut client = broker.client();

@@ -83,6 +83,26 @@ impl Broker {
         broker
     }
 
+    /// Starts `sluice` with no arguments at all, in `dir` as working directory: the embedded
+    /// default configuration (127.0.0.1:9092, data in ./data).
+    pub fn start_default(dir: &Path) -> Broker {
+        let log = std::fs::File::create(dir.join("broker.log")).unwrap();
+        let child = Command::new(env!("CARGO_BIN_EXE_sluice"))
+            .current_dir(dir)
+            .env_remove("RUST_LOG")
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .expect("start sluice");
+        let mut broker = Broker {
+            child: Some(child),
+            port: 9092,
+            dir: dir.to_path_buf(),
+        };
+        broker.wait_ready();
+        broker
+    }
+
     fn wait_ready(&mut self) {
         let deadline = Instant::now() + Duration::from_secs(30);
         while Instant::now() < deadline {
