@@ -136,6 +136,8 @@ pub struct BrokerConfig {
     pub delete_topic_enable: bool,
     /// `sluice.broker.partitions.max`: bound on hosted partitions (each costs files and memory).
     pub sluice_broker_partitions_max: usize,
+    /// `sluice.shard.tail.cache.bytes`: per-shard budget of the partitions' tail caches.
+    pub sluice_shard_tail_cache_bytes: usize,
     /// `sluice.shards`: data shards; 0 means one per core.
     pub sluice_shards: usize,
     /// `sluice.controller.dedicated.core`.
@@ -247,9 +249,10 @@ impl BrokerConfig {
             auto_create_topics_enable: true,
             delete_topic_enable: true,
             sluice_broker_partitions_max: 100_000,
+            sluice_shard_tail_cache_bytes: 32 << 20,
             sluice_shards: 0,
             sluice_controller_dedicated_core: false,
-            sluice_spin_before_park_us: 100,
+            sluice_spin_before_park_us: 0,
             sluice_shard_channel_capacity: 1024,
         }
     }

@@ -152,6 +152,14 @@ pub static SETTINGS: &[Setting] = &[
         },
     },
     Setting {
+        name: "sluice.shard.tail.cache.bytes",
+        doc: "Memory per shard for the newest appends, shared by its partitions (reads of fresh data skip I/O).",
+        apply: |c, v| {
+            c.sluice_shard_tail_cache_bytes = int_in(v, 0, 1 << 40)? as usize;
+            Ok(())
+        },
+    },
+    Setting {
         name: "sluice.shards",
         doc: "Data shards (one executor each); 0 = one per core; may exceed the cores.",
         apply: |c, v| {

@@ -124,3 +124,101 @@ def test_python_acks_1(broker):
     create_topic(broker.bootstrap, topic, 2)
     produce(broker.bootstrap, topic, 5000, acks=1)
     verify_exactly_once(consume_all(broker.bootstrap, topic), 5000, "k", partitions=2)
+
+
+def test_python_long_poll_tail(broker):
+    """A consumer positioned at the (empty) end receives records produced afterwards while it
+    polls (Fetch long poll wakes up on new data), exactly once and in order."""
+    import threading
+
+    topic = "py-tail"
+    count = 3000
+    create_topic(broker.bootstrap, topic, 2)
+    consumer = KafkaConsumer(bootstrap_servers=broker.bootstrap, group_id=None, enable_auto_commit=False,
+                             auto_offset_reset="none", fetch_max_wait_ms=2000, request_timeout_ms=30000)
+    tps = [TopicPartition(topic, p) for p in range(2)]
+    consumer.assign(tps)
+    consumer.seek_to_end()
+    assert [consumer.position(tp) for tp in tps] == [0, 0]
+
+    def slow_producer():
+        p = KafkaProducer(bootstrap_servers=broker.bootstrap, acks="all", enable_idempotence=False, linger_ms=0)
+        for i in range(count):
+            p.send(topic, key=make_key("k", i).encode(), value=make_value("k", i).encode())
+            if i % 300 == 0:
+                p.flush()
+                time.sleep(0.1)
+        p.flush()
+        p.close()
+
+    t = threading.Thread(target=slow_producer)
+    started = time.time()
+    t.start()
+    records = []
+    try:
+        while len(records) < count and time.time() - started < 60:
+            for recs in consumer.poll(timeout_ms=1000).values():
+                records.extend((r.partition, r.offset, r.key.decode(), r.value.decode()) for r in recs)
+    finally:
+        t.join(timeout=60)
+        consumer.close()
+    verify_exactly_once(records, count, "k", partitions=2)
+
+
+def test_python_list_offsets_by_timestamp(broker):
+    """ListOffsets: earliest/latest and by timestamp (offsets_for_times) on CreateTime records."""
+    topic = "py-times"
+    create_topic(broker.bootstrap, topic, 1)
+    base = 1_700_000_000_000
+    producer = KafkaProducer(bootstrap_servers=broker.bootstrap, acks="all", enable_idempotence=False)
+    for i in range(100):
+        producer.send(topic, key=make_key("k", i).encode(), value=make_value("k", i).encode(),
+                      timestamp_ms=base + 1000 * i)
+    producer.flush()
+    producer.close()
+    consumer = KafkaConsumer(bootstrap_servers=broker.bootstrap, group_id=None, enable_auto_commit=False)
+    try:
+        tp = TopicPartition(topic, 0)
+        assert consumer.beginning_offsets([tp]) == {tp: 0}
+        assert consumer.end_offsets([tp]) == {tp: 100}
+        found = consumer.offsets_for_times({tp: base + 1000 * 50})[tp]
+        assert found is not None and found.offset == 50 and found.timestamp == base + 1000 * 50, found
+        found = consumer.offsets_for_times({tp: base + 1000 * 50 - 500})[tp]
+        assert found is not None and found.offset == 50, f"first record at or after the timestamp: {found}"
+        assert consumer.offsets_for_times({tp: base + 1000 * 1000})[tp] is None, "no record that late"
+        records = []
+        consumer.assign([tp])
+        consumer.seek(tp, 0)
+        while len(records) < 100:
+            for recs in consumer.poll(timeout_ms=1000).values():
+                records.extend(recs)
+        assert [r.timestamp for r in records] == [base + 1000 * i for i in range(100)], "CreateTime not preserved"
+    finally:
+        consumer.close()
+
+
+def test_python_large_records(broker):
+    """Records of 300 KB (larger than the consumer's max_partition_fetch_bytes) are still fetched."""
+    topic = "py-large"
+    create_topic(broker.bootstrap, topic, 1)
+    size = 300 * 1024
+    producer = KafkaProducer(bootstrap_servers=broker.bootstrap, acks="all", enable_idempotence=False,
+                             max_request_size=1024 * 1024, batch_size=16384)
+    for i in range(10):
+        producer.send(topic, key=make_key("k", i).encode(), value=make_value("k", i, size).encode())
+    producer.flush()
+    producer.close()
+    consumer = KafkaConsumer(bootstrap_servers=broker.bootstrap, group_id=None, enable_auto_commit=False,
+                             max_partition_fetch_bytes=100 * 1024, fetch_max_bytes=100 * 1024, check_crcs=True)
+    tp = TopicPartition(topic, 0)
+    consumer.assign([tp])
+    consumer.seek(tp, 0)
+    records = []
+    deadline = time.time() + 60
+    try:
+        while len(records) < 10 and time.time() < deadline:
+            for recs in consumer.poll(timeout_ms=1000).values():
+                records.extend((r.partition, r.offset, r.key.decode(), r.value.decode()) for r in recs)
+    finally:
+        consumer.close()
+    verify_exactly_once(records, 10, "k", partitions=1)

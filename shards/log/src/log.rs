@@ -207,6 +207,12 @@ impl Log {
     // Append
     // ------------------------------------------------------------------
 
+    /// Sets how many bytes of the newest appends this log keeps in memory (the shard divides
+    /// its budget among its partitions, so the bound changes as partitions come and go).
+    pub fn set_tail_cache_bytes(&self, bytes: usize) {
+        self.state.borrow_mut().tail_cache.set_limit(bytes);
+    }
+
     /// Appends `batches` (one or more concatenated v2 batches, validated by
     /// the caller), assigning consecutive offsets from the log end offset.
     /// Offsets are assigned before the first await, so concurrent callers get
@@ -291,7 +297,7 @@ impl Log {
         self.patch_and_index(&mut buf, &segment, first_offset, position);
         segment.size.set(position + buf.len() as u64);
         st.log_end_offset = last_offset + 1;
-        if self.config.tail_cache_bytes > 0 {
+        if st.tail_cache.limit() > 0 {
             let cached = Bytes::copy_from_slice(&buf);
             st.tail_cache.push(first_offset, last_offset + 1, cached);
         }

@@ -66,6 +66,22 @@ impl TailCache {
         });
     }
 
+    /// Changes the bound, dropping the oldest chunks that no longer fit.
+    pub fn set_limit(&mut self, limit: usize) {
+        self.limit = limit;
+        while self.bytes > self.limit {
+            let Some(old) = self.chunks.pop_front() else {
+                break;
+            };
+            self.bytes -= old.data.len();
+        }
+    }
+
+    /// The bound in bytes; 0 disables the cache.
+    pub fn limit(&self) -> usize {
+        self.limit
+    }
+
     pub fn clear(&mut self) {
         self.chunks.clear();
         self.bytes = 0;

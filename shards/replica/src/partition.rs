@@ -51,6 +51,11 @@ impl Partition {
         }
     }
 
+    /// Bounds the in-memory copy of the newest appends.
+    pub fn set_tail_cache_bytes(&self, bytes: usize) {
+        self.log.set_tail_cache_bytes(bytes);
+    }
+
     /// The current leader epoch.
     pub fn leader_epoch(&self) -> i32 {
         self.leader_epoch.get()

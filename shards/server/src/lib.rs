@@ -106,7 +106,11 @@ async fn serve(start: ShardStart) -> Result<(), String> {
         .map_err(|_| "cannot join the shard mesh".to_string())?;
     let mesh = Rc::new(ShardMesh::new(senders, shard_count));
     assert_eq!(mesh.self_id(), shard_id, "mesh peer index is the shard id");
-    let replicas = ReplicaManager::new(config.log_dirs.clone(), log_config(&config));
+    let replicas = ReplicaManager::new(
+        config.log_dirs.clone(),
+        log_config(&config),
+        config.sluice_shard_tail_cache_bytes,
+    );
     let ctx = Rc::new(ShardContext::new(
         shard_id,
         config.clone(),

@@ -60,12 +60,28 @@ pub async fn handle(
         return Ok(top_level_error(ErrorCode::FETCH_SESSION_ID_NOT_FOUND));
     }
     let image = ctx.image();
-    let wanted = resolve(&image, version, &request);
+    let share = partition_share(&request);
+    let wanted = resolve(&image, version, &request, share);
     let results = long_poll(ctx, &request, &wanted).await;
     Ok(build_response(version, &request, &wanted, results))
 }
 
-fn resolve(image: &MetadataImage, version: i16, request: &FetchRequest) -> Vec<Wanted> {
+/// Each partition's share of the request's `max_bytes`. Partitions are read in parallel on
+/// their shards, so instead of Kafka's sequential budget each gets an equal share up front
+/// (never below one read chunk); this also bounds the memory one fetch holds.
+fn partition_share(request: &FetchRequest) -> usize {
+    const SHARE_BYTES_MIN: usize = 64 * 1024;
+    let partitions: usize = request.topics.iter().map(|t| t.partitions.len()).sum();
+    let max_bytes = request.max_bytes.max(0) as usize;
+    (max_bytes / partitions.max(1)).max(SHARE_BYTES_MIN)
+}
+
+fn resolve(
+    image: &MetadataImage,
+    version: i16,
+    request: &FetchRequest,
+    share: usize,
+) -> Vec<Wanted> {
     let mut wanted = Vec::new();
     for (topic_index, topic) in request.topics.iter().enumerate() {
         let found = if version >= TOPIC_ID_MIN_VERSION {
@@ -94,7 +110,7 @@ fn resolve(image: &MetadataImage, version: i16, request: &FetchRequest) -> Vec<W
                     FetchPartitionRequest {
                         tp,
                         fetch_offset: p.fetch_offset,
-                        max_bytes,
+                        max_bytes: max_bytes.min(share),
                         min_one_message: true,
                     },
                 ))
