@@ -24,7 +24,7 @@ mod tests {
     #[test]
     fn fills_the_emptiest_shard_first() {
         let mut load = vec![2, 0, 1, 0];
-        assert_eq!(place_partitions(&mut load, 5), vec![1, 3, 2, 1, 3]);
+        assert_eq!(place_partitions(&mut load, 5), vec![1, 3, 1, 2, 3]);
         assert_eq!(load, vec![2, 2, 2, 2]);
     }
 }
