@@ -30,3 +30,66 @@ fn produce_round_trip_per_partition() {
         );
     }
 }
+
+#[test]
+#[ignore]
+fn fetch_round_trip_of_sixteen_megabytes() {
+    use sluice_protocol::messages::fetch::{FetchPartition, FetchRequest, FetchTopic};
+    use sluice_protocol::request::{RequestBody, ResponseBody};
+    let broker = Broker::start("fetchlat", &["sluice.shards=2"]);
+    let mut client = broker.client();
+    create_topic(&mut client, "big", 16);
+    let value = vec![b'v'; 1000];
+    for partition in 0..16 {
+        for _ in 0..16 {
+            let mut builder = sluice_protocol::record_batch::RecordBatchBuilder::new(support::now_ms());
+            for _ in 0..100 {
+                builder = builder.record(None, Some(&value));
+            }
+            produce(&mut client, "big", partition, builder.build());
+        }
+    }
+    let request = || {
+        RequestBody::Fetch(FetchRequest {
+            replica_id: -1,
+            max_wait_ms: 500,
+            min_bytes: 1,
+            max_bytes: 50 << 20,
+            session_epoch: -1,
+            topics: vec![FetchTopic {
+                topic: "big".into(),
+                partitions: (0..16)
+                    .map(|p| FetchPartition {
+                        partition: p,
+                        fetch_offset: 0,
+                        partition_max_bytes: 1 << 20,
+                        current_leader_epoch: -1,
+                        last_fetched_epoch: -1,
+                        log_start_offset: -1,
+                        ..FetchPartition::default()
+                    })
+                    .collect(),
+                ..FetchTopic::default()
+            }],
+            ..FetchRequest::default()
+        })
+    };
+    let n = 50;
+    let mut bytes = 0;
+    let started = Instant::now();
+    for _ in 0..n {
+        let ResponseBody::Fetch(response) = client.call(1, 12, request()) else { panic!() };
+        bytes += response.responses[0]
+            .partitions
+            .iter()
+            .map(|p| p.records.as_ref().map_or(0, |r| r.len()))
+            .sum::<usize>();
+    }
+    let elapsed = started.elapsed();
+    println!(
+        "{:?} per fetch of {} KiB; {:.0} MB/s",
+        elapsed / n,
+        bytes / n as usize / 1024,
+        bytes as f64 / elapsed.as_secs_f64() / 1e6
+    );
+}
