@@ -42,7 +42,8 @@ fn fetch_round_trip_of_sixteen_megabytes() {
     let value = vec![b'v'; 1000];
     for partition in 0..16 {
         for _ in 0..16 {
-            let mut builder = sluice_protocol::record_batch::RecordBatchBuilder::new(support::now_ms());
+            let mut builder =
+                sluice_protocol::record_batch::RecordBatchBuilder::new(support::now_ms());
             for _ in 0..100 {
                 builder = builder.record(None, Some(&value));
             }
@@ -78,7 +79,9 @@ fn fetch_round_trip_of_sixteen_megabytes() {
     let mut bytes = 0;
     let started = Instant::now();
     for _ in 0..n {
-        let ResponseBody::Fetch(response) = client.call(1, 12, request()) else { panic!() };
+        let ResponseBody::Fetch(response) = client.call(1, 12, request()) else {
+            panic!()
+        };
         bytes += response.responses[0]
             .partitions
             .iter()

@@ -1,33 +1,22 @@
-//! Minimal view of record batch v2 headers, private to the log.
+//! The log's view of record batch v2 framing, built on
+//! `sluice_protocol::record_batch`.
 //!
 //! The log only needs the framing fields (offsets, length, magic, CRC,
-//! timestamps) to assign offsets, build its index and recover; the full
-//! record format lives in `sluice_protocol`. Kept private so that switching
-//! to `sluice_protocol::record_batch` later touches only this file.
+//! timestamps) to assign offsets, build its index and recover; the parsing
+//! and CRC checking are the protocol crate's. What stays here is what is the
+//! log's own: its stricter header rules (magic and `lastOffsetDelta` checked
+//! on every header, not only on validation), its error kinds (recovery adds
+//! offset continuity) and a header walker over plain byte slices.
 
-/// Bytes of the v2 batch header before the first record.
-pub(crate) const RECORD_BATCH_OVERHEAD: usize = 61;
-/// `baseOffset` + `batchLength`: the part of the header not counted by
-/// `batchLength`.
-pub(crate) const LOG_OVERHEAD: usize = 12;
-/// Header bytes needed to know a batch's offsets and size.
-pub(crate) const OFFSETS_HEADER_LEN: usize = 27;
+use sluice_protocol::record_batch::{self, RecordBatchError, RecordBatchHeader};
+
+pub(crate) use sluice_protocol::record_batch::RECORD_BATCH_OVERHEAD;
+
 pub(crate) const MAGIC_V2: i8 = 2;
-
-const BASE_OFFSET_AT: usize = 0;
-const BATCH_LENGTH_AT: usize = 8;
-const MAGIC_AT: usize = 16;
-const CRC_AT: usize = 17;
-/// The CRC covers everything from `attributes` to the end of the batch.
-const CRC_COVERED_FROM: usize = 21;
-const LAST_OFFSET_DELTA_AT: usize = 23;
-const MAX_TIMESTAMP_AT: usize = 35;
-#[cfg(test)]
-const RECORDS_COUNT_AT: usize = 57;
 
 /// Why bytes are not a well-formed batch. Recovery treats all of them alike
 /// (truncate here); the append path reports them as `LogError::InvalidBatch`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum BatchError {
     /// Fewer bytes than the header or than `batchLength` says.
     Truncated,
@@ -38,6 +27,9 @@ pub(crate) enum BatchError {
     BadLastOffsetDelta(i32),
     /// Base offset not where the previous batch ended (recovery only).
     BadOffset(i64),
+    /// Any other rule of the protocol crate (not raised by the checks the
+    /// log asks for, kept so that the mapping is total).
+    Other(RecordBatchError),
 }
 
 impl std::fmt::Display for BatchError {
@@ -49,6 +41,19 @@ impl std::fmt::Display for BatchError {
             Self::BadCrc => write!(f, "CRC mismatch"),
             Self::BadLastOffsetDelta(d) => write!(f, "invalid lastOffsetDelta {d}"),
             Self::BadOffset(o) => write!(f, "unexpected base offset {o}"),
+            Self::Other(e) => e.fmt(f),
+        }
+    }
+}
+
+impl From<RecordBatchError> for BatchError {
+    fn from(e: RecordBatchError) -> Self {
+        match e {
+            RecordBatchError::Truncated { .. } => Self::Truncated,
+            RecordBatchError::InvalidBatchLength(l) => Self::BadLength(l),
+            RecordBatchError::InvalidMagic(m) => Self::BadMagic(m),
+            RecordBatchError::CrcMismatch { .. } => Self::BadCrc,
+            other => Self::Other(other),
         }
     }
 }
@@ -60,6 +65,8 @@ pub(crate) struct BatchHeader {
     /// Whole batch size on disk: `batchLength + 12`.
     pub size: usize,
     pub last_offset_delta: i32,
+    /// Largest timestamp in the batch, reported back by appends.
+    pub max_timestamp: i64,
 }
 
 impl BatchHeader {
@@ -74,83 +81,62 @@ impl BatchHeader {
     }
 }
 
-fn be_i32(b: &[u8], at: usize) -> i32 {
-    i32::from_be_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]])
-}
-
-fn be_i64(b: &[u8], at: usize) -> i64 {
-    let mut a = [0u8; 8];
-    a.copy_from_slice(&b[at..at + 8]);
-    i64::from_be_bytes(a)
-}
-
-/// Parses the framing of the batch starting at `buf[0]`. Needs only the first
-/// `OFFSETS_HEADER_LEN` bytes; does not require the whole batch to be present
-/// (the caller compares `size` with what it has).
-pub(crate) fn parse_header(buf: &[u8]) -> Result<BatchHeader, BatchError> {
-    if buf.len() < OFFSETS_HEADER_LEN {
-        return Err(BatchError::Truncated);
+impl From<RecordBatchHeader> for BatchHeader {
+    fn from(h: RecordBatchHeader) -> Self {
+        Self {
+            base_offset: h.base_offset,
+            size: h.size_bytes(),
+            last_offset_delta: h.last_offset_delta,
+            max_timestamp: h.max_timestamp,
+        }
     }
-    let batch_length = be_i32(buf, BATCH_LENGTH_AT);
+}
+
+/// Parses the header of the batch starting at `buf[0]`
+/// ([`record_batch::parse_header`]: the whole 61-byte header must be present,
+/// `batchLength` at least a header), and also requires magic 2 and a
+/// non-negative `lastOffsetDelta`. Does not require the whole batch to be
+/// present (the caller compares `size` with what it has).
+pub(crate) fn parse_header(buf: &[u8]) -> Result<BatchHeader, BatchError> {
     // A batch shorter than its own header cannot be valid; this is also
     // what catches zero-filled tails left by a crash.
-    if batch_length < (RECORD_BATCH_OVERHEAD - LOG_OVERHEAD) as i32 {
-        return Err(BatchError::BadLength(batch_length));
+    let header = record_batch::parse_header(buf)?;
+    if header.magic != MAGIC_V2 {
+        return Err(BatchError::BadMagic(header.magic));
     }
-    let magic = buf[MAGIC_AT] as i8;
-    if magic != MAGIC_V2 {
-        return Err(BatchError::BadMagic(magic));
+    if header.last_offset_delta < 0 {
+        return Err(BatchError::BadLastOffsetDelta(header.last_offset_delta));
     }
-    let last_offset_delta = be_i32(buf, LAST_OFFSET_DELTA_AT);
-    if last_offset_delta < 0 {
-        return Err(BatchError::BadLastOffsetDelta(last_offset_delta));
-    }
-    Ok(BatchHeader {
-        base_offset: be_i64(buf, BASE_OFFSET_AT),
-        size: batch_length as usize + LOG_OVERHEAD,
-        last_offset_delta,
-    })
-}
-
-/// Full-header fields the append path reports back.
-pub(crate) fn max_timestamp(batch: &[u8]) -> i64 {
-    debug_assert!(batch.len() >= RECORD_BATCH_OVERHEAD);
-    be_i64(batch, MAX_TIMESTAMP_AT)
+    Ok(header.into())
 }
 
 /// Checks that `batch` (exactly one whole batch) has a full header and a
-/// matching CRC32C.
+/// matching CRC32C ([`record_batch::validate_crc`]: integrity only, as
+/// Kafka's recovery; the content rules are the produce path's).
 pub(crate) fn check_crc(batch: &[u8]) -> Result<(), BatchError> {
-    if batch.len() < RECORD_BATCH_OVERHEAD {
-        return Err(BatchError::Truncated);
-    }
-    let stored = u32::from_be_bytes([
-        batch[CRC_AT],
-        batch[CRC_AT + 1],
-        batch[CRC_AT + 2],
-        batch[CRC_AT + 3],
-    ]);
-    if crc32c::crc32c(&batch[CRC_COVERED_FROM..]) != stored {
-        return Err(BatchError::BadCrc);
-    }
+    record_batch::validate_crc(batch)?;
     Ok(())
 }
 
 /// Rewrites the base offset in place. The CRC does not cover it, so the batch
 /// stays valid.
 pub(crate) fn set_base_offset(batch: &mut [u8], base_offset: i64) {
-    batch[BASE_OFFSET_AT..BASE_OFFSET_AT + 8].copy_from_slice(&base_offset.to_be_bytes());
+    // Callers pass batches whose header they have parsed.
+    record_batch::set_base_offset(batch, base_offset).expect("batch header present");
 }
 
 /// Number of records the producer says the batch holds (informational).
 #[cfg(test)]
 pub(crate) fn records_count(batch: &[u8]) -> i32 {
-    be_i32(batch, RECORDS_COUNT_AT)
+    record_batch::parse_header(batch).map_or(-1, |h| h.records_count)
 }
 
 /// Iterates over the headers of the whole batches at the start of `buf`,
 /// yielding `(position, header)`; stops at the first incomplete or malformed
 /// batch. `end_position()` then tells how far the whole batches reach.
+///
+/// Unlike `sluice_protocol::record_batch::RecordBatches` it works on any byte
+/// slice (no `Bytes` needed) and applies the log's header rules.
 pub(crate) struct HeaderWalker<'a> {
     buf: &'a [u8],
     pos: usize,
@@ -187,30 +173,32 @@ pub(crate) mod testing {
     //! Builds syntactically valid v2 batches for tests (records are opaque
     //! filler: the log never looks inside them).
     use super::*;
+    use sluice_protocol::record_batch::LOG_OVERHEAD;
 
     /// A batch claiming `records` offsets with `payload` filler bytes and a
-    /// correct CRC. The base offset is left at `base_offset`.
+    /// correct CRC. The base offset is left at `base_offset`. Field positions
+    /// as in `sluice_protocol::record_batch`'s layout.
     pub fn make_batch(base_offset: i64, records: i32, payload: usize, fill: u8) -> Vec<u8> {
         assert!(records >= 1);
         let size = RECORD_BATCH_OVERHEAD + payload;
         let mut b = vec![0u8; size];
-        b[0..8].copy_from_slice(&base_offset.to_be_bytes());
-        b[8..12].copy_from_slice(&((size - LOG_OVERHEAD) as i32).to_be_bytes());
-        b[MAGIC_AT] = MAGIC_V2 as u8;
-        b[LAST_OFFSET_DELTA_AT..LAST_OFFSET_DELTA_AT + 4]
-            .copy_from_slice(&(records - 1).to_be_bytes());
-        b[27..35].copy_from_slice(&1_000i64.to_be_bytes());
-        b[MAX_TIMESTAMP_AT..MAX_TIMESTAMP_AT + 8]
-            .copy_from_slice(&(1_000 + i64::from(records)).to_be_bytes());
-        b[43..51].copy_from_slice(&(-1i64).to_be_bytes());
-        b[51..53].copy_from_slice(&(-1i16).to_be_bytes());
-        b[53..57].copy_from_slice(&(-1i32).to_be_bytes());
-        b[RECORDS_COUNT_AT..RECORDS_COUNT_AT + 4].copy_from_slice(&records.to_be_bytes());
+        let mut put = |at: usize, v: &[u8]| b[at..at + v.len()].copy_from_slice(v);
+        put(0, &base_offset.to_be_bytes());
+        put(8, &((size - LOG_OVERHEAD) as i32).to_be_bytes());
+        put(16, &[MAGIC_V2 as u8]);
+        put(23, &(records - 1).to_be_bytes()); // lastOffsetDelta
+        put(27, &1_000i64.to_be_bytes()); // baseTimestamp
+        put(35, &(1_000 + i64::from(records)).to_be_bytes()); // maxTimestamp
+        put(43, &(-1i64).to_be_bytes()); // producerId
+        put(51, &(-1i16).to_be_bytes()); // producerEpoch
+        put(53, &(-1i32).to_be_bytes()); // baseSequence
+        put(57, &records.to_be_bytes()); // recordsCount
         for (i, x) in b[RECORD_BATCH_OVERHEAD..].iter_mut().enumerate() {
             *x = fill.wrapping_add(i as u8);
         }
-        let crc = crc32c::crc32c(&b[CRC_COVERED_FROM..]);
-        b[CRC_AT..CRC_AT + 4].copy_from_slice(&crc.to_be_bytes());
+        // The CRC (at 17) covers everything from `attributes` (at 21) on.
+        let crc = crc32c::crc32c(&b[21..]);
+        b[17..21].copy_from_slice(&crc.to_be_bytes());
         b
     }
 }

@@ -16,7 +16,7 @@ use std::rc::Rc;
 use glommio::io::{BufferedFile, Directory};
 use tracing::{info, warn};
 
-use crate::batch::{check_crc, parse_header, BatchError, BatchHeader, OFFSETS_HEADER_LEN};
+use crate::batch::{check_crc, parse_header, BatchError, BatchHeader, RECORD_BATCH_OVERHEAD};
 use crate::config::LogConfig;
 use crate::error::LogError;
 use crate::file_io::{read_exact, write_all};
@@ -255,7 +255,8 @@ impl<'a> LogLoader<'a> {
             if rest.is_empty() {
                 return ChunkEnd::NeedMore(0);
             }
-            if rest.len() < OFFSETS_HEADER_LEN && !at_file_end {
+            // A batch is never shorter than its header: read on for it.
+            if rest.len() < RECORD_BATCH_OVERHEAD && !at_file_end {
                 return ChunkEnd::NeedMore(0);
             }
             let header = match validate(rest, at_file_end, check_crc, scan, base) {

@@ -20,7 +20,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use tracing::{error, warn};
 
-use crate::batch::{self, parse_header, BatchHeader, OFFSETS_HEADER_LEN, RECORD_BATCH_OVERHEAD};
+use crate::batch::{self, parse_header, BatchHeader, RECORD_BATCH_OVERHEAD};
 use crate::config::LogConfig;
 use crate::error::LogError;
 use crate::file_io::{read_exact, write_all};
@@ -255,9 +255,7 @@ impl Log {
         while pos < batches.len() {
             let header = self.check_batch(batches, pos)?;
             summary.offsets += header.offset_count();
-            summary.max_timestamp = summary
-                .max_timestamp
-                .max(batch::max_timestamp(&batches[pos..pos + header.size]));
+            summary.max_timestamp = summary.max_timestamp.max(header.max_timestamp);
             pos += header.size;
         }
         if summary.offsets == 0 {
@@ -598,7 +596,7 @@ impl Log {
             let len = chunk_len.min(plan.readable_size - pos) as usize;
             let chunk = read_exact(file, path, pos, len).await?;
             let mut off = 0usize;
-            while off + OFFSETS_HEADER_LEN <= chunk.len() {
+            while off + RECORD_BATCH_OVERHEAD <= chunk.len() {
                 let header = parse_header(&chunk[off..]).map_err(|e| LogError::Corrupt {
                     path: path.to_path_buf(),
                     position: pos + off as u64,

@@ -3,6 +3,8 @@
 use crate::codec::{Decoder, Encoder, Uuid};
 use crate::error::Result;
 
+use super::common::{put_end, read_end};
+
 /// API key.
 pub const API_KEY: i16 = 20;
 /// Lowest implemented version (Kafka 4 dropped 0).
@@ -14,19 +16,6 @@ pub const FLEXIBLE_MIN_VERSION: i16 = 4;
 
 fn flexible(version: i16) -> bool {
     version >= FLEXIBLE_MIN_VERSION
-}
-
-fn read_end(d: &mut Decoder, flex: bool) -> Result<()> {
-    if flex {
-        d.tagged_fields()?;
-    }
-    Ok(())
-}
-
-fn put_end(e: &mut Encoder, flex: bool) {
-    if flex {
-        e.put_empty_tagged_fields();
-    }
 }
 
 /// DeleteTopics request.

@@ -10,6 +10,8 @@ pub use response::{
 use crate::codec::{Decoder, Encoder, TaggedFields, Uuid};
 use crate::error::Result;
 
+use super::common::{put_end, read_end};
+
 /// API key.
 pub const API_KEY: i16 = 1;
 /// Lowest implemented version (Kafka 4 dropped 0-3).
@@ -28,17 +30,24 @@ fn uses_topic_ids(version: i16) -> bool {
     version >= 13
 }
 
-fn put_end(e: &mut Encoder, flex: bool) {
-    if flex {
-        e.put_empty_tagged_fields();
+/// Reads how a topic is named in `version`: `(name, ZERO)` before v13,
+/// `("", id)` from v13.
+fn decode_topic_key(d: &mut Decoder, version: i16) -> Result<(String, Uuid)> {
+    if uses_topic_ids(version) {
+        Ok((String::new(), d.uuid()?))
+    } else {
+        Ok((d.string(flexible(version))?, Uuid::ZERO))
     }
 }
 
-fn read_end(d: &mut Decoder, flex: bool) -> Result<()> {
-    if flex {
-        d.tagged_fields()?;
+/// Writes how a topic is named in `version`: its name before v13, its id
+/// from v13.
+fn encode_topic_key(e: &mut Encoder, version: i16, topic: &str, topic_id: Uuid) {
+    if uses_topic_ids(version) {
+        e.put_uuid(topic_id);
+    } else {
+        e.put_string(topic, flexible(version));
     }
-    Ok(())
 }
 
 /// Fetch request.
@@ -262,24 +271,19 @@ impl FetchRequest {
 
 fn decode_topic(d: &mut Decoder, version: i16) -> Result<FetchTopic> {
     let flex = flexible(version);
-    let mut t = FetchTopic::default();
-    if uses_topic_ids(version) {
-        t.topic_id = d.uuid()?;
-    } else {
-        t.topic = d.string(flex)?;
-    }
-    t.partitions = d.array(flex, |d| decode_partition(d, version))?;
+    let (topic, topic_id) = decode_topic_key(d, version)?;
+    let t = FetchTopic {
+        topic,
+        topic_id,
+        partitions: d.array(flex, |d| decode_partition(d, version))?,
+    };
     read_end(d, flex)?;
     Ok(t)
 }
 
 fn encode_topic(t: &FetchTopic, e: &mut Encoder, version: i16) {
     let flex = flexible(version);
-    if uses_topic_ids(version) {
-        e.put_uuid(t.topic_id);
-    } else {
-        e.put_string(&t.topic, flex);
-    }
+    encode_topic_key(e, version, &t.topic, t.topic_id);
     e.put_array(&t.partitions, flex, |e, p| encode_partition(p, e, version));
     put_end(e, flex);
 }
@@ -338,24 +342,19 @@ fn encode_partition(p: &FetchPartition, e: &mut Encoder, version: i16) {
 
 fn decode_forgotten(d: &mut Decoder, version: i16) -> Result<ForgottenTopic> {
     let flex = flexible(version);
-    let mut t = ForgottenTopic::default();
-    if uses_topic_ids(version) {
-        t.topic_id = d.uuid()?;
-    } else {
-        t.topic = d.string(flex)?;
-    }
-    t.partitions = d.array(flex, Decoder::i32)?;
+    let (topic, topic_id) = decode_topic_key(d, version)?;
+    let t = ForgottenTopic {
+        topic,
+        topic_id,
+        partitions: d.array(flex, Decoder::i32)?,
+    };
     read_end(d, flex)?;
     Ok(t)
 }
 
 fn encode_forgotten(t: &ForgottenTopic, e: &mut Encoder, version: i16) {
     let flex = flexible(version);
-    if uses_topic_ids(version) {
-        e.put_uuid(t.topic_id);
-    } else {
-        e.put_string(&t.topic, flex);
-    }
+    encode_topic_key(e, version, &t.topic, t.topic_id);
     e.put_array(&t.partitions, flex, |e, p| e.put_i32(*p));
     put_end(e, flex);
 }

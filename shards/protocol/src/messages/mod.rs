@@ -3,6 +3,8 @@
 //! Field names are Kafka's JSON schema names in snake_case; fields absent from a
 //! version take the schema default when decoded and are skipped when encoded.
 
+mod common;
+
 pub mod api_versions;
 pub mod create_topics;
 pub mod delete_topics;

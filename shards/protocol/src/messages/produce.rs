@@ -5,6 +5,13 @@ use bytes::Bytes;
 use crate::codec::{Decoder, Encoder, TaggedFields, Uuid};
 use crate::error::Result;
 
+pub use super::common::{LeaderIdAndEpoch, NodeEndpoint};
+
+use super::common::{
+    decode_leader_id_and_epoch, encode_leader_id_and_epoch, put_end, put_node_endpoints_tags,
+    read_end, read_node_endpoints_tags,
+};
+
 /// API key.
 pub const API_KEY: i16 = 0;
 /// Lowest implemented version (Kafka 4 dropped 0-2).
@@ -85,19 +92,6 @@ impl ProduceRequest {
         });
         put_end(e, flex);
     }
-}
-
-fn put_end(e: &mut Encoder, flex: bool) {
-    if flex {
-        e.put_empty_tagged_fields();
-    }
-}
-
-fn read_end(d: &mut Decoder, flex: bool) -> Result<()> {
-    if flex {
-        d.tagged_fields()?;
-    }
-    Ok(())
 }
 
 fn decode_topic(d: &mut Decoder, flex: bool) -> Result<TopicProduceData> {
@@ -184,37 +178,6 @@ pub struct BatchIndexAndErrorMessage {
     pub batch_index_error_message: Option<String>,
 }
 
-/// Leader id and epoch; (-1, -1) when unknown.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct LeaderIdAndEpoch {
-    /// Leader broker id.
-    pub leader_id: i32,
-    /// Leader epoch.
-    pub leader_epoch: i32,
-}
-
-impl Default for LeaderIdAndEpoch {
-    fn default() -> Self {
-        LeaderIdAndEpoch {
-            leader_id: -1,
-            leader_epoch: -1,
-        }
-    }
-}
-
-/// A broker endpoint.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct NodeEndpoint {
-    /// Broker id.
-    pub node_id: i32,
-    /// Host.
-    pub host: String,
-    /// Port.
-    pub port: i32,
-    /// Rack.
-    pub rack: Option<String>,
-}
-
 impl ProduceResponse {
     /// Decodes the body.
     pub fn decode(d: &mut Decoder, version: i16) -> Result<Self> {
@@ -226,13 +189,7 @@ impl ProduceResponse {
             node_endpoints: Vec::new(),
         };
         if flex {
-            d.read_tagged_fields(|tag, f| {
-                if tag == 0 && version >= 10 {
-                    r.node_endpoints = f.array(true, decode_node_endpoint)?;
-                    f.finish()?;
-                }
-                Ok(())
-            })?;
+            r.node_endpoints = read_node_endpoints_tags(d, version >= 10)?;
         }
         Ok(r)
     }
@@ -245,13 +202,7 @@ impl ProduceResponse {
         });
         e.put_i32(self.throttle_time_ms);
         if flex {
-            let mut tags = TaggedFields::new();
-            if version >= 10 && !self.node_endpoints.is_empty() {
-                tags.add(0, |e| {
-                    e.put_array(&self.node_endpoints, true, encode_node_endpoint)
-                });
-            }
-            e.put_tagged_fields(tags);
+            put_node_endpoints_tags(e, &self.node_endpoints, version >= 10);
         }
     }
 }
@@ -295,11 +246,7 @@ fn decode_partition_response(d: &mut Decoder, version: i16) -> Result<PartitionP
     if flex {
         d.read_tagged_fields(|tag, f| {
             if tag == 0 && version >= 10 {
-                p.current_leader = LeaderIdAndEpoch {
-                    leader_id: f.i32()?,
-                    leader_epoch: f.i32()?,
-                };
-                f.tagged_fields()?;
+                p.current_leader = decode_leader_id_and_epoch(f)?;
                 f.finish()?;
             }
             Ok(())
@@ -328,11 +275,7 @@ fn encode_partition_response(p: &PartitionProduceResponse, e: &mut Encoder, vers
     if flex {
         let mut tags = TaggedFields::new();
         if version >= 10 && p.current_leader != LeaderIdAndEpoch::default() {
-            tags.add(0, |e| {
-                e.put_i32(p.current_leader.leader_id);
-                e.put_i32(p.current_leader.leader_epoch);
-                e.put_empty_tagged_fields();
-            });
+            tags.add(0, |e| encode_leader_id_and_epoch(e, &p.current_leader));
         }
         e.put_tagged_fields(tags);
     }
@@ -345,23 +288,4 @@ fn decode_record_error(d: &mut Decoder, flex: bool) -> Result<BatchIndexAndError
     };
     read_end(d, flex)?;
     Ok(r)
-}
-
-fn decode_node_endpoint(d: &mut Decoder) -> Result<NodeEndpoint> {
-    let n = NodeEndpoint {
-        node_id: d.i32()?,
-        host: d.string(true)?,
-        port: d.i32()?,
-        rack: d.nullable_string(true)?,
-    };
-    d.tagged_fields()?;
-    Ok(n)
-}
-
-fn encode_node_endpoint(e: &mut Encoder, n: &NodeEndpoint) {
-    e.put_i32(n.node_id);
-    e.put_string(&n.host, true);
-    e.put_i32(n.port);
-    e.put_nullable_string(n.rack.as_deref(), true);
-    e.put_empty_tagged_fields();
 }

@@ -221,10 +221,10 @@ fn compute_crc(batch: &[u8]) -> u32 {
     crc32c::crc32c(batch.get(ATTRIBUTES_OFFSET..).unwrap_or_default())
 }
 
-/// Checks one batch at the start of `buf`: fully present, v2, CRC intact, and
-/// header fields consistent (non-negative count; `last_offset_delta` covering
-/// the records, which compaction may thin out but never exceed; known codec).
-pub fn validate_batch(buf: &[u8]) -> Result<RecordBatchHeader, RecordBatchError> {
+/// Checks the integrity of one batch at the start of `buf`: fully present, v2,
+/// CRC intact. No rule on the header's counts or codec: this is what a log's
+/// recovery checks (Kafka's `ensureValid`); [`validate_batch`] adds the rest.
+pub fn validate_crc(buf: &[u8]) -> Result<RecordBatchHeader, RecordBatchError> {
     let header = parse_header(buf)?;
     let size = header.size_bytes();
     need(buf, size)?;
@@ -238,6 +238,14 @@ pub fn validate_batch(buf: &[u8]) -> Result<RecordBatchHeader, RecordBatchError>
             computed,
         });
     }
+    Ok(header)
+}
+
+/// Checks one batch at the start of `buf`: fully present, v2, CRC intact, and
+/// header fields consistent (non-negative count; `last_offset_delta` covering
+/// the records, which compaction may thin out but never exceed; known codec).
+pub fn validate_batch(buf: &[u8]) -> Result<RecordBatchHeader, RecordBatchError> {
+    let header = validate_crc(buf)?;
     check_counts(&header)?;
     if let Compression::Unknown(id) = header.compression() {
         return Err(RecordBatchError::UnknownCompression(id));

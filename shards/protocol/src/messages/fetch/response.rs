@@ -2,9 +2,15 @@
 
 use bytes::Bytes;
 
-use super::{flexible, put_end, read_end, uses_topic_ids, API_KEY, MAX_VERSION, MIN_VERSION};
+use super::{decode_topic_key, encode_topic_key, flexible, API_KEY, MAX_VERSION, MIN_VERSION};
 use crate::codec::{Decoder, Encoder, TaggedFields, Uuid};
 use crate::error::Result;
+use crate::messages::common::{
+    decode_leader_id_and_epoch, encode_leader_id_and_epoch, put_end, put_node_endpoints_tags,
+    read_end, read_node_endpoints_tags,
+};
+
+pub use crate::messages::common::{LeaderIdAndEpoch, NodeEndpoint};
 
 /// Fetch response.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -95,24 +101,6 @@ impl Default for EpochEndOffset {
     }
 }
 
-/// Leader id and epoch; (-1, -1) when unknown.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct LeaderIdAndEpoch {
-    /// Leader id.
-    pub leader_id: i32,
-    /// Leader epoch.
-    pub leader_epoch: i32,
-}
-
-impl Default for LeaderIdAndEpoch {
-    fn default() -> Self {
-        LeaderIdAndEpoch {
-            leader_id: -1,
-            leader_epoch: -1,
-        }
-    }
-}
-
 /// Snapshot end offset and epoch; (-1, -1) when absent.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SnapshotId {
@@ -140,19 +128,6 @@ pub struct AbortedTransaction {
     pub first_offset: i64,
 }
 
-/// A broker endpoint.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct NodeEndpoint {
-    /// Broker id.
-    pub node_id: i32,
-    /// Host.
-    pub host: String,
-    /// Port.
-    pub port: i32,
-    /// Rack.
-    pub rack: Option<String>,
-}
-
 impl FetchResponse {
     /// Decodes the body.
     pub fn decode(d: &mut Decoder, version: i16) -> Result<Self> {
@@ -168,13 +143,7 @@ impl FetchResponse {
         }
         r.responses = d.array(flex, |d| decode_topic(d, version))?;
         if flex {
-            d.read_tagged_fields(|tag, f| {
-                if tag == 0 && version >= 16 {
-                    r.node_endpoints = f.array(true, decode_node_endpoint)?;
-                    f.finish()?;
-                }
-                Ok(())
-            })?;
+            r.node_endpoints = read_node_endpoints_tags(d, version >= 16)?;
         }
         Ok(r)
     }
@@ -190,37 +159,26 @@ impl FetchResponse {
         }
         e.put_array(&self.responses, flex, |e, t| encode_topic(t, e, version));
         if flex {
-            let mut tags = TaggedFields::new();
-            if version >= 16 && !self.node_endpoints.is_empty() {
-                tags.add(0, |e| {
-                    e.put_array(&self.node_endpoints, true, encode_node_endpoint)
-                });
-            }
-            e.put_tagged_fields(tags);
+            put_node_endpoints_tags(e, &self.node_endpoints, version >= 16);
         }
     }
 }
 
 fn decode_topic(d: &mut Decoder, version: i16) -> Result<FetchableTopicResponse> {
     let flex = flexible(version);
-    let mut t = FetchableTopicResponse::default();
-    if uses_topic_ids(version) {
-        t.topic_id = d.uuid()?;
-    } else {
-        t.topic = d.string(flex)?;
-    }
-    t.partitions = d.array(flex, |d| decode_partition(d, version))?;
+    let (topic, topic_id) = decode_topic_key(d, version)?;
+    let t = FetchableTopicResponse {
+        topic,
+        topic_id,
+        partitions: d.array(flex, |d| decode_partition(d, version))?,
+    };
     read_end(d, flex)?;
     Ok(t)
 }
 
 fn encode_topic(t: &FetchableTopicResponse, e: &mut Encoder, version: i16) {
     let flex = flexible(version);
-    if uses_topic_ids(version) {
-        e.put_uuid(t.topic_id);
-    } else {
-        e.put_string(&t.topic, flex);
-    }
+    encode_topic_key(e, version, &t.topic, t.topic_id);
     e.put_array(&t.partitions, flex, |e, p| encode_partition(p, e, version));
     put_end(e, flex);
 }
@@ -261,23 +219,19 @@ fn read_partition_tag(p: &mut PartitionData, tag: u32, f: &mut Decoder) -> Resul
             p.diverging_epoch = EpochEndOffset {
                 epoch: f.i32()?,
                 end_offset: f.i64()?,
-            }
+            };
+            f.tagged_fields()?;
         }
-        1 => {
-            p.current_leader = LeaderIdAndEpoch {
-                leader_id: f.i32()?,
-                leader_epoch: f.i32()?,
-            }
-        }
+        1 => p.current_leader = decode_leader_id_and_epoch(f)?,
         2 => {
             p.snapshot_id = SnapshotId {
                 end_offset: f.i64()?,
                 epoch: f.i32()?,
-            }
+            };
+            f.tagged_fields()?;
         }
         _ => return Ok(()),
     }
-    f.tagged_fields()?;
     f.finish()
 }
 
@@ -314,11 +268,7 @@ fn partition_tags(p: &PartitionData) -> TaggedFields {
         });
     }
     if p.current_leader != LeaderIdAndEpoch::default() {
-        t.add(1, |e| {
-            e.put_i32(p.current_leader.leader_id);
-            e.put_i32(p.current_leader.leader_epoch);
-            e.put_empty_tagged_fields();
-        });
+        t.add(1, |e| encode_leader_id_and_epoch(e, &p.current_leader));
     }
     if p.snapshot_id != SnapshotId::default() {
         t.add(2, |e| {
@@ -328,23 +278,4 @@ fn partition_tags(p: &PartitionData) -> TaggedFields {
         });
     }
     t
-}
-
-fn decode_node_endpoint(d: &mut Decoder) -> Result<NodeEndpoint> {
-    let n = NodeEndpoint {
-        node_id: d.i32()?,
-        host: d.string(true)?,
-        port: d.i32()?,
-        rack: d.nullable_string(true)?,
-    };
-    d.tagged_fields()?;
-    Ok(n)
-}
-
-fn encode_node_endpoint(e: &mut Encoder, n: &NodeEndpoint) {
-    e.put_i32(n.node_id);
-    e.put_string(&n.host, true);
-    e.put_i32(n.port);
-    e.put_nullable_string(n.rack.as_deref(), true);
-    e.put_empty_tagged_fields();
 }
