@@ -106,8 +106,9 @@ class KafkaProcess:
             s[k] = str(v).lower() if isinstance(v, bool) else v
         self.props_path.write_text("".join(f"{k}={v}\n" for k, v in s.items()))
 
-    def _java(self, main: str, *args: str, **kw) -> list[str]:
-        return ["java", f"-Xmx{self.heap}", f"-Xms{self.heap}", "-XX:+UseG1GC",
+    def _java(self, main: str, *args: str, heap: str | None = None) -> list[str]:
+        heap = heap or self.heap
+        return ["java", f"-Xmx{heap}", f"-Xms{heap}", "-XX:+UseG1GC",
                 "-Djava.awt.headless=true", "-cp", str(ensure_kafka_libs() / "*"), main, *args]
 
     def start(self) -> None:
@@ -115,11 +116,17 @@ class KafkaProcess:
         self._write_props()
         if not (self.data_dir / "meta.properties").exists():
             cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
-            r = subprocess.run(self._java("kafka.tools.StorageTool", "format", "-t", cluster_id,
-                                          "-c", str(self.props_path), "--standalone"),
-                               capture_output=True, text=True, timeout=120)
-            if r.returncode != 0:
-                raise RuntimeError(f"kafka storage format failed: {r.stdout}\n{r.stderr}")
+            cmd = self._java("kafka.tools.StorageTool", "format", "-t", cluster_id, "-c", str(self.props_path),
+                             "--standalone", heap="256m")
+            for attempt in range(3):
+                r = subprocess.run(cmd, capture_output=True, text=True, timeout=180)
+                if r.returncode == 0:
+                    break
+                with open(self.log_path, "a") as f:
+                    f.write(f"storage format attempt {attempt} failed ({r.returncode}):\n{r.stdout}\n{r.stderr}\n")
+                time.sleep(1)
+            else:
+                raise RuntimeError(f"kafka storage format failed ({r.returncode}): {r.stdout[-2000:]}\n{r.stderr[-4000:]}")
         log = open(self.log_path, "ab")
         self.proc = subprocess.Popen(self._java("kafka.Kafka", str(self.props_path)),
                                      stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
