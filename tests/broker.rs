@@ -216,3 +216,56 @@ fn kill_nine_loses_no_acknowledged_batch() {
         "appends continue after the last acknowledged offset"
     );
 }
+
+#[test]
+fn list_offsets_finds_the_record_at_or_after_a_time() {
+    use sluice_protocol::messages::list_offsets::{
+        ListOffsetsPartition, ListOffsetsRequest, ListOffsetsTopic,
+    };
+    let broker = Broker::start("timestamps", &[]);
+    let mut client = broker.client();
+    create_topic(&mut client, "times", 1);
+    let base = 1_700_000_000_000i64;
+    let mut builder = sluice_protocol::record_batch::RecordBatchBuilder::new(base);
+    for i in 0..100 {
+        builder = builder.record_at(1000 * i, None, Some(b"v"));
+    }
+    assert_eq!(produce(&mut client, "times", 0, builder.build()), (0, 0));
+    let lookup = |client: &mut Client, timestamp: i64| {
+        let request = ListOffsetsRequest {
+            replica_id: -1,
+            topics: vec![ListOffsetsTopic {
+                name: "times".into(),
+                partitions: vec![ListOffsetsPartition {
+                    partition_index: 0,
+                    timestamp,
+                    ..ListOffsetsPartition::default()
+                }],
+            }],
+            ..ListOffsetsRequest::default()
+        };
+        let ResponseBody::ListOffsets(response) =
+            client.call(2, 7, RequestBody::ListOffsets(request))
+        else {
+            panic!("wrong response kind")
+        };
+        let p = &response.topics[0].partitions[0];
+        assert_eq!(p.error_code, 0);
+        (p.offset, p.timestamp)
+    };
+    assert_eq!(lookup(&mut client, base + 50_000), (50, base + 50_000));
+    assert_eq!(lookup(&mut client, base + 49_500), (50, base + 50_000));
+    assert_eq!(lookup(&mut client, base), (0, base));
+    assert_eq!(
+        lookup(&mut client, base + 200_000),
+        (-1, -1),
+        "nothing that late"
+    );
+    assert_eq!(
+        lookup(&mut client, -3),
+        (99, base + 99_000),
+        "max timestamp"
+    );
+    assert_eq!(lookup(&mut client, -2).0, 0, "earliest");
+    assert_eq!(lookup(&mut client, -1).0, 100, "latest");
+}

@@ -3,7 +3,7 @@ use std::rc::Rc;
 
 use bytes::Bytes;
 use sluice_log::{Log, LogAppendInfo, LogError};
-use sluice_protocol::record_batch::RecordBatches;
+use sluice_protocol::record_batch::{read_records, RecordBatchHeader, RecordBatches};
 
 use crate::{ReplicaError, TopicIdPartition};
 
@@ -128,50 +128,51 @@ impl Partition {
         self.log.wait_for_append(offset).await
     }
 
-    /// The first offset whose batch has a timestamp at or after `timestamp`, by scanning batch
-    /// headers (batch granularity). The time index of the segment engine replaces the scan.
+    /// The first record with a timestamp at or after `timestamp` (ListOffsets by time, as
+    /// `offsetsForTimes` uses it): batches whose max timestamp is earlier are skipped by their
+    /// header, the first candidate batch is opened (decompressed if need be) to find the record.
+    /// The segment engine's time index replaces the header scan.
     pub async fn fetch_offset_for_timestamp(
         &self,
         timestamp: i64,
     ) -> Result<Option<OffsetAndTimestamp>, ReplicaError> {
         let mut found = None;
-        self.scan_batches(|base_offset, _last, max_timestamp| {
-            if max_timestamp >= timestamp {
-                found = Some(OffsetAndTimestamp {
-                    offset: base_offset,
-                    timestamp: max_timestamp,
-                });
-                return false;
+        self.scan_batches(|header, batch| {
+            if header.max_timestamp < timestamp {
+                return true;
             }
-            true
+            found = first_record_at_or_after(&header, batch, timestamp);
+            found.is_none()
         })
         .await?;
         Ok(found)
     }
 
-    /// The batch holding the largest timestamp (its last offset), as ListOffsets MAX_TIMESTAMP.
+    /// The record holding the largest timestamp (ListOffsets MAX_TIMESTAMP): the first batch
+    /// with the largest max timestamp, and in it the first record carrying that timestamp.
     pub async fn fetch_max_timestamp_offset(
         &self,
     ) -> Result<Option<OffsetAndTimestamp>, ReplicaError> {
-        let mut best: Option<OffsetAndTimestamp> = None;
-        self.scan_batches(|_base, last_offset, max_timestamp| {
-            if best.is_none_or(|b| max_timestamp > b.timestamp) {
-                best = Some(OffsetAndTimestamp {
-                    offset: last_offset,
-                    timestamp: max_timestamp,
-                });
+        let mut best: Option<(RecordBatchHeader, Bytes)> = None;
+        self.scan_batches(|header, batch| {
+            if best
+                .as_ref()
+                .is_none_or(|(b, _)| header.max_timestamp > b.max_timestamp)
+            {
+                best = Some((header, batch.clone()));
             }
             true
         })
         .await?;
-        Ok(best)
+        Ok(best.and_then(|(header, batch)| {
+            first_record_at_or_after(&header, &batch, header.max_timestamp)
+        }))
     }
 
-    /// Visits (base offset, last offset, max timestamp) of every committed batch until `visit`
-    /// returns false.
+    /// Visits every committed batch (header and bytes) until `visit` returns false.
     async fn scan_batches(
         &self,
-        mut visit: impl FnMut(i64, i64, i64) -> bool,
+        mut visit: impl FnMut(RecordBatchHeader, &Bytes) -> bool,
     ) -> Result<(), ReplicaError> {
         let mut offset = self.log_start_offset();
         let end = self.high_watermark();
@@ -185,13 +186,9 @@ impl Partition {
                 break;
             }
             for batch in RecordBatches::new(read.records) {
-                let Ok((header, _)) = batch else { break };
+                let Ok((header, bytes)) = batch else { break };
                 offset = header.last_offset() + 1;
-                if !visit(
-                    header.base_offset,
-                    header.last_offset(),
-                    header.max_timestamp,
-                ) {
+                if !visit(header, &bytes) {
                     return Ok(());
                 }
             }
@@ -207,6 +204,34 @@ impl Partition {
     /// Removes the partition's files.
     pub async fn delete(&self) -> Result<(), ReplicaError> {
         Ok(self.log.delete().await?)
+    }
+}
+
+/// The first record of `batch` whose timestamp is at or after `timestamp`. A batch whose
+/// records cannot be read (it passed its CRC, so this is a codec this broker cannot open)
+/// answers with its base offset and max timestamp, the batch-level answer.
+fn first_record_at_or_after(
+    header: &RecordBatchHeader,
+    batch: &Bytes,
+    timestamp: i64,
+) -> Option<OffsetAndTimestamp> {
+    match read_records(batch) {
+        Ok(records) => {
+            records
+                .iter()
+                .find(|r| r.timestamp >= timestamp)
+                .map(|r| OffsetAndTimestamp {
+                    offset: header.base_offset + i64::from(r.offset_delta),
+                    timestamp: r.timestamp,
+                })
+        }
+        Err(error) => {
+            tracing::warn!(%error, base_offset = header.base_offset, "cannot read records; answering at batch level");
+            Some(OffsetAndTimestamp {
+                offset: header.base_offset,
+                timestamp: header.max_timestamp,
+            })
+        }
     }
 }
 

@@ -9,9 +9,11 @@
 
 mod builder;
 mod iter;
+mod records;
 
 pub use builder::RecordBatchBuilder;
 pub use iter::RecordBatches;
+pub use records::{read_records, Record, RecordsError, DECOMPRESSED_BYTES_MAX};
 
 use thiserror::Error;
 
