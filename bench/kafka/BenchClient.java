@@ -8,7 +8,9 @@
 // assign() + seek(), no offset commits: Sluice has no group coordinator yet, and Kafka's own
 // ConsumerPerformance always subscribe()s with a group) is assigned every partition of TOPIC,
 // seeks each to the start offset given in STARTS_JSON (the log end before the measured produce
-// run, i.e. the newest data), and reads up to the end offsets taken at start. A partition that
+// run, i.e. the newest data), and reads up to the end offsets taken at start. Only the partitions
+// named in STARTS_JSON are assigned (bench/run --generators N gives each consumer process a
+// disjoint subset); an empty STARTS_JSON ({}) means every partition from offset 0. A partition that
 // reaches its end is sought back to its start, so a run lasts WARMUP_S + DURATION_S whatever the
 // amount of data; the first WARMUP_S seconds are not counted. Prints one JSON line on stdout.
 import java.time.Duration;
@@ -100,6 +102,8 @@ public class BenchClient {
         }
         try (KafkaConsumer<byte[], byte[]> c = consumer(bootstrap, extra)) {
             List<TopicPartition> tps = partitions(c, topic);
+            if (!startsIn.isEmpty()) tps.removeIf(tp -> !startsIn.containsKey(tp.partition()));
+            if (tps.isEmpty()) throw new IllegalStateException("no partition of " + topic + " in " + a[3]);
             Map<TopicPartition, Long> ends = c.endOffsets(tps, Duration.ofSeconds(30));
             Map<TopicPartition, Long> starts = new HashMap<>();
             long window = 0;
