@@ -37,6 +37,10 @@ const CONTROLLER_IO_MEMORY_BYTES: usize = 2 << 20;
 /// Runs the broker until a signal stops it.
 pub fn run(config: BrokerConfig) -> Result<(), String> {
     let started = Instant::now();
+    // Installed before any executor starts: a shard may serve its first request before the
+    // ready line, and a SIGTERM then must still mean a graceful shutdown, not death.
+    let signals = Signals::new([SIGINT, SIGTERM])
+        .map_err(|e| format!("cannot install signal handlers: {e}"))?;
     let mut config = config;
     std::fs::create_dir_all(&config.log_dirs)
         .map_err(|e| format!("cannot create log.dirs {}: {e}", config.log_dirs.display()))?;
@@ -106,7 +110,7 @@ pub fn run(config: BrokerConfig) -> Result<(), String> {
         started.elapsed().as_millis()
     );
 
-    wait_for_signal()?;
+    wait_for_signal(signals);
     info!("shutting down: no new connections, finishing in-flight requests");
     for stop in stops {
         let _ = stop.send(());
@@ -221,9 +225,7 @@ fn wait_for(
     Ok(())
 }
 
-fn wait_for_signal() -> Result<(), String> {
-    let mut signals = Signals::new([SIGINT, SIGTERM])
-        .map_err(|e| format!("cannot install signal handlers: {e}"))?;
+fn wait_for_signal(mut signals: Signals) {
     let signal = signals.forever().next();
     info!(?signal, "signal received");
     // A second signal while draining means "now": exit without waiting.
@@ -233,7 +235,6 @@ fn wait_for_signal() -> Result<(), String> {
             std::process::exit(130);
         }
     });
-    Ok(())
 }
 
 fn listeners(config: &BrokerConfig) -> String {

@@ -36,7 +36,8 @@ fn produce_round_trip_per_partition() {
 fn fetch_round_trip_of_sixteen_megabytes() {
     use sluice_protocol::messages::fetch::{FetchPartition, FetchRequest, FetchTopic};
     use sluice_protocol::request::{RequestBody, ResponseBody};
-    let broker = Broker::start("fetchlat", &["sluice.shards=2"]);
+    let tail_cache = std::env::var("SLUICE_PROBE_TAIL_CACHE").unwrap_or_else(|_| "33554432".into());
+    let broker = Broker::start("fetchlat", &["sluice.shards=2", &format!("sluice.shard.tail.cache.bytes={tail_cache}")]);
     let mut client = broker.client();
     create_topic(&mut client, "big", 16);
     let value = vec![b'v'; 1000];
