@@ -37,7 +37,13 @@ fn fetch_round_trip_of_sixteen_megabytes() {
     use sluice_protocol::messages::fetch::{FetchPartition, FetchRequest, FetchTopic};
     use sluice_protocol::request::{RequestBody, ResponseBody};
     let tail_cache = std::env::var("SLUICE_PROBE_TAIL_CACHE").unwrap_or_else(|_| "33554432".into());
-    let broker = Broker::start("fetchlat", &["sluice.shards=2", &format!("sluice.shard.tail.cache.bytes={tail_cache}")]);
+    let broker = Broker::start(
+        "fetchlat",
+        &[
+            "sluice.shards=2",
+            &format!("sluice.shard.tail.cache.bytes={tail_cache}"),
+        ],
+    );
     let mut client = broker.client();
     create_topic(&mut client, "big", 16);
     let value = vec![b'v'; 1000];
