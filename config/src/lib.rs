@@ -10,6 +10,7 @@
 //! `--override key=value` pairs are applied on top of it, in that order.
 
 mod settings;
+pub mod topic;
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -122,6 +123,14 @@ pub struct BrokerConfig {
     pub log_index_interval_bytes: u32,
     /// `message.max.bytes`: the largest record batch accepted.
     pub message_max_bytes: u32,
+    /// `log.roll.ms`.
+    pub log_roll_ms: i64,
+    /// `log.retention.ms`; -1 keeps segments forever.
+    pub log_retention_ms: i64,
+    /// `log.retention.bytes`; -1: no size limit.
+    pub log_retention_bytes: i64,
+    /// `log.retention.check.interval.ms`.
+    pub log_retention_check_interval_ms: u64,
     /// `log.flush.interval.messages`; None: never forced.
     pub log_flush_interval_messages: Option<u64>,
     /// `log.flush.interval.ms`; None: never forced.
@@ -134,6 +143,8 @@ pub struct BrokerConfig {
     pub auto_create_topics_enable: bool,
     /// `delete.topic.enable`.
     pub delete_topic_enable: bool,
+    /// `producer.id.expiration.ms`: a partition forgets an idle producer id after this long.
+    pub producer_id_expiration_ms: i64,
     /// `sluice.broker.partitions.max`: bound on hosted partitions (each costs files and memory).
     pub sluice_broker_partitions_max: usize,
     /// `sluice.shard.tail.cache.bytes`: per-shard budget of the partitions' tail caches.
@@ -242,12 +253,17 @@ impl BrokerConfig {
             log_segment_bytes: 1 << 30,
             log_index_interval_bytes: 4096,
             message_max_bytes: 1_048_588,
+            log_roll_ms: 604_800_000,
+            log_retention_ms: 604_800_000,
+            log_retention_bytes: -1,
+            log_retention_check_interval_ms: 300_000,
             log_flush_interval_messages: None,
             log_flush_interval_ms: None,
             num_partitions: 1,
             default_replication_factor: 1,
             auto_create_topics_enable: true,
             delete_topic_enable: true,
+            producer_id_expiration_ms: 86_400_000,
             sluice_broker_partitions_max: 100_000,
             sluice_shard_tail_cache_bytes: 32 << 20,
             sluice_shards: 0,

@@ -96,6 +96,38 @@ pub static SETTINGS: &[Setting] = &[
         },
     },
     Setting {
+        name: "log.roll.ms",
+        doc: "Roll the active segment once its first record is this old (topic: segment.ms).",
+        apply: |c, v| {
+            c.log_roll_ms = int_in(v, 1, i64::MAX)?;
+            Ok(())
+        },
+    },
+    Setting {
+        name: "log.retention.ms",
+        doc: "Delete closed segments whose records are all older than this; -1 keeps them (topic: retention.ms).",
+        apply: |c, v| {
+            c.log_retention_ms = int_in(v, -1, i64::MAX)?;
+            Ok(())
+        },
+    },
+    Setting {
+        name: "log.retention.bytes",
+        doc: "Delete the oldest closed segments while a partition is larger than this; -1: no limit (topic: retention.bytes).",
+        apply: |c, v| {
+            c.log_retention_bytes = int_in(v, -1, i64::MAX)?;
+            Ok(())
+        },
+    },
+    Setting {
+        name: "log.retention.check.interval.ms",
+        doc: "How often each shard checks its partitions for segments to delete.",
+        apply: |c, v| {
+            c.log_retention_check_interval_ms = int_in(v, 1, i64::MAX)? as u64;
+            Ok(())
+        },
+    },
+    Setting {
         name: "log.flush.interval.messages",
         doc: "fsync after this many messages; unset: never forced (1 = every append).",
         apply: |c, v| {
@@ -140,6 +172,14 @@ pub static SETTINGS: &[Setting] = &[
         doc: "Allow DeleteTopics.",
         apply: |c, v| {
             c.delete_topic_enable = boolean(v)?;
+            Ok(())
+        },
+    },
+    Setting {
+        name: "producer.id.expiration.ms",
+        doc: "How long a partition keeps an idle idempotent producer's state (epoch, last sequences).",
+        apply: |c, v| {
+            c.producer_id_expiration_ms = int_in(v, 1, i32::MAX as i64)?;
             Ok(())
         },
     },

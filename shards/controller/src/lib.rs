@@ -8,6 +8,7 @@
 
 mod metadata_log;
 mod placement;
+mod producer_ids;
 mod quorum_controller;
 mod records;
 mod topic_name;

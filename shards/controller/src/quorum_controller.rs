@@ -6,7 +6,7 @@
 //! are fsynced and every shard has applied the new image (so a client that was told "created"
 //! can produce to the topic at once, on any shard).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::rc::Rc;
 use std::sync::Arc;
@@ -14,48 +14,24 @@ use std::sync::Arc;
 use futures_channel::oneshot;
 use glommio::channels::channel_mesh::Receivers;
 use glommio::channels::local_channel;
+use sluice_config::topic::{self as topic_config, ConfigType};
 use sluice_protocol::codec::Uuid;
+use sluice_shard::AllocateProducerIdsWork;
 use sluice_shard::{
-    BrokerImage, CreateTopicsWork, CreatedTopic, DeleteTopicsWork, DeletedTopic, Envelope,
-    MetadataError, MetadataImage, NewTopic, PartitionImage, ShardId, ShardMesh, ShardMessage,
-    TopicImage, TopicRef,
+    AlterConfigsWork, BrokerImage, ConfigOp, CreateTopicsWork, CreatedTopic, DeleteTopicsWork,
+    DeletedTopic, Envelope, MetadataError, MetadataImage, NewTopic, PartitionImage, ShardId,
+    ShardMesh, ShardMessage, TopicConfigChanges, TopicImage, TopicRef,
 };
 use tracing::{error, info, warn};
 
 use crate::metadata_log::{MetadataLog, MetadataLogError};
 use crate::placement::place_partitions;
+use crate::producer_ids::ProducerIdControl;
 use crate::records::MetadataRecord;
 use crate::topic_name::{collides, validate_topic_name};
 
 /// Controller work queued behind the one in progress.
 const PENDING_CHANGES_MAX: usize = 256;
-
-/// Topic-level configs Sluice accepts (Kafka's names).
-const TOPIC_CONFIGS: &[&str] = &[
-    "cleanup.policy",
-    "compression.type",
-    "delete.retention.ms",
-    "file.delete.delay.ms",
-    "flush.messages",
-    "flush.ms",
-    "index.interval.bytes",
-    "max.compaction.lag.ms",
-    "max.message.bytes",
-    "message.timestamp.after.max.ms",
-    "message.timestamp.before.max.ms",
-    "message.timestamp.type",
-    "min.cleanable.dirty.ratio",
-    "min.compaction.lag.ms",
-    "min.insync.replicas",
-    "preallocate",
-    "retention.bytes",
-    "retention.ms",
-    "segment.bytes",
-    "segment.index.bytes",
-    "segment.jitter.ms",
-    "segment.ms",
-    "unclean.leader.election.enable",
-];
 
 /// What the controller needs from the broker configuration.
 #[derive(Clone, Debug)]
@@ -86,6 +62,7 @@ pub struct QuorumController {
     mesh: Rc<ShardMesh>,
     log: MetadataLog,
     image: MetadataImage,
+    producer_ids: ProducerIdControl,
 }
 
 impl QuorumController {
@@ -109,6 +86,7 @@ impl QuorumController {
             settings,
             mesh,
             log,
+            producer_ids: ProducerIdControl::default(),
         };
         let replayed = records.len();
         controller.replay(records);
@@ -184,11 +162,32 @@ impl QuorumController {
         match message {
             ShardMessage::CreateTopics(work) => self.create_topics(work).await,
             ShardMessage::DeleteTopics(work) => self.delete_topics(work).await,
+            ShardMessage::AllocateProducerIds(work) => self.allocate_producer_ids(work).await,
+            ShardMessage::AlterConfigs(work) => self.alter_configs(work).await,
             other => error!(
                 kind = other.kind(),
                 "data-shard message sent to the controller; dropped"
             ),
         }
+    }
+
+    /// Hands out the next block of producer ids once its record is durable. The image does not
+    /// change, so nothing is published.
+    async fn allocate_producer_ids(&mut self, work: AllocateProducerIdsWork) {
+        let result = match self.producer_ids.generate_next_block() {
+            None => Err(MetadataError::Storage("producer ids exhausted".into())),
+            Some((block, record)) => match self.log.append(std::slice::from_ref(&record)).await {
+                Ok(()) => {
+                    self.replay(vec![record]);
+                    Ok(block)
+                }
+                Err(error) => {
+                    error!(%error, "metadata log append failed");
+                    Err(MetadataError::Storage(error.to_string()))
+                }
+            },
+        };
+        let _ = work.reply.send(result);
     }
 
     async fn create_topics(&mut self, work: CreateTopicsWork) {
@@ -264,12 +263,8 @@ impl QuorumController {
                 topic.replication_factor
             )));
         }
-        for (name, _) in &topic.configs {
-            if !TOPIC_CONFIGS.contains(&name.as_str()) {
-                return Err(MetadataError::InvalidConfig(format!(
-                    "unknown topic config name: {name}"
-                )));
-            }
+        for (name, value) in &topic.configs {
+            topic_config::validate(name, value).map_err(MetadataError::InvalidConfig)?;
         }
         Ok(())
     }
@@ -318,7 +313,7 @@ impl QuorumController {
             out.push(MetadataRecord::Config {
                 topic_id,
                 name: name.clone(),
-                value: value.clone(),
+                value: topic_config::validate(name, value).unwrap_or_else(|_| value.clone()),
             });
         }
     }
@@ -350,6 +345,115 @@ impl QuorumController {
                 .collect();
         }
         let _ = work.reply.send(results);
+    }
+
+    /// Alters topic configs: each topic's changes are validated as a whole (Kafka's names, types
+    /// and ranges) and become `Config` / `RemoveConfig` records; a topic whose changes fail
+    /// changes nothing, the others go ahead. `validate_only` checks and writes nothing.
+    async fn alter_configs(&mut self, work: AlterConfigsWork) {
+        let mut results = Vec::with_capacity(work.topics.len());
+        let mut records = Vec::new();
+        for changes in &work.topics {
+            let planned = self.config_records(changes);
+            results.push(planned.map(|planned| {
+                if !work.validate_only {
+                    records.extend(planned);
+                }
+            }));
+        }
+        if let Err(error) = self.commit(records).await {
+            results = results
+                .into_iter()
+                .map(|r| r.and_then(|_| Err(error.clone())))
+                .collect();
+        }
+        let _ = work.reply.send(results);
+    }
+
+    /// The records that take a topic from its current overrides to the changed ones.
+    fn config_records(
+        &self,
+        changes: &TopicConfigChanges,
+    ) -> Result<Vec<MetadataRecord>, MetadataError> {
+        let topic = self
+            .image
+            .topic(&changes.topic)
+            .ok_or(MetadataError::UnknownTopicOrPartition)?;
+        let mut seen = BTreeSet::new();
+        for change in &changes.changes {
+            if !seen.insert(change.name.as_str()) {
+                return Err(MetadataError::InvalidRequest(format!(
+                    "Error due to duplicate config keys: {}",
+                    change.name
+                )));
+            }
+        }
+        let mut configs = if changes.replace_all {
+            BTreeMap::new()
+        } else {
+            topic.configs.clone()
+        };
+        for change in &changes.changes {
+            let name = change.name.as_str();
+            let def = topic_config::find(name).ok_or_else(|| {
+                MetadataError::InvalidConfig(format!("Unknown topic config name: {name}"))
+            })?;
+            let checked = |value: &str| {
+                topic_config::validate(name, value).map_err(MetadataError::InvalidConfig)
+            };
+            match &change.op {
+                ConfigOp::Set(value) => {
+                    configs.insert(name.to_string(), checked(value)?);
+                }
+                ConfigOp::Delete => {
+                    configs.remove(name);
+                }
+                ConfigOp::Append(value) | ConfigOp::Subtract(value) => {
+                    let append = matches!(change.op, ConfigOp::Append(_));
+                    if def.config_type != ConfigType::List {
+                        return Err(MetadataError::InvalidConfig(format!(
+                            "Can't {} to key {name} because its type is not LIST.",
+                            if append { "APPEND" } else { "SUBTRACT" }
+                        )));
+                    }
+                    let current = configs
+                        .get(name)
+                        .map_or(def.default, String::as_str)
+                        .to_string();
+                    let mut items = topic_config::split_list(&current);
+                    for item in topic_config::split_list(value) {
+                        if append {
+                            if !items.contains(&item) {
+                                items.push(item);
+                            }
+                        } else {
+                            items.retain(|i| *i != item);
+                        }
+                    }
+                    configs.insert(name.to_string(), checked(&items.join(","))?);
+                }
+            }
+        }
+        let topic_id = topic.topic_id;
+        let mut records = Vec::new();
+        for (name, value) in &configs {
+            if topic.configs.get(name) != Some(value) {
+                records.push(MetadataRecord::Config {
+                    topic_id,
+                    name: name.clone(),
+                    value: value.clone(),
+                });
+            }
+        }
+        for name in topic.configs.keys() {
+            if !configs.contains_key(name) {
+                records.push(MetadataRecord::RemoveConfig {
+                    topic_id,
+                    name: name.clone(),
+                });
+            }
+        }
+        Ok(records)
     }
 
     fn find_topic(&self, topic: &TopicRef) -> Result<DeletedTopic, MetadataError> {
@@ -444,6 +548,14 @@ impl QuorumController {
                 if let Some(topic) = self.touch(topic_id, touched) {
                     topic.configs.insert(name, value);
                 }
+            }
+            MetadataRecord::RemoveConfig { topic_id, name } => {
+                if let Some(topic) = self.touch(topic_id, touched) {
+                    topic.configs.remove(&name);
+                }
+            }
+            MetadataRecord::ProducerIds { next_producer_id } => {
+                self.producer_ids.replay(next_producer_id);
             }
             MetadataRecord::RemoveTopic { topic_id } => {
                 touched.remove(&topic_id);

@@ -48,6 +48,19 @@ pub enum MetadataRecord {
         /// Topic id.
         topic_id: Uuid,
     },
+    /// Producer ids below `next_producer_id` are handed out (KRaft's ProducerIdsRecord): written
+    /// and fsynced before a block of ids is given to a shard, so no id is ever given twice.
+    ProducerIds {
+        /// The first id not yet handed out.
+        next_producer_id: i64,
+    },
+    /// A topic config override was removed (the topic falls back to the broker default).
+    RemoveConfig {
+        /// Topic id.
+        topic_id: Uuid,
+        /// Config name.
+        name: String,
+    },
 }
 
 const CLUSTER_ID: u8 = 1;
@@ -55,6 +68,8 @@ const TOPIC: u8 = 2;
 const PARTITION: u8 = 3;
 const CONFIG: u8 = 4;
 const REMOVE_TOPIC: u8 = 5;
+const PRODUCER_IDS: u8 = 7;
+const REMOVE_CONFIG: u8 = 6;
 
 /// Why a record could not be read.
 #[derive(Debug, thiserror::Error)]
@@ -107,6 +122,15 @@ impl MetadataRecord {
                 out.put_u8(REMOVE_TOPIC);
                 out.put_slice(&topic_id.0);
             }
+            MetadataRecord::ProducerIds { next_producer_id } => {
+                out.put_u8(PRODUCER_IDS);
+                out.put_i64(*next_producer_id);
+            }
+            MetadataRecord::RemoveConfig { topic_id, name } => {
+                out.put_u8(REMOVE_CONFIG);
+                out.put_slice(&topic_id.0);
+                put_str(out, name);
+            }
         }
     }
 
@@ -145,6 +169,13 @@ impl MetadataRecord {
             },
             REMOVE_TOPIC => MetadataRecord::RemoveTopic {
                 topic_id: r.uuid()?,
+            },
+            PRODUCER_IDS => MetadataRecord::ProducerIds {
+                next_producer_id: r.i64()?,
+            },
+            REMOVE_CONFIG => MetadataRecord::RemoveConfig {
+                topic_id: r.uuid()?,
+                name: r.str()?,
             },
             _ => return Err(RecordError("unknown record type")),
         };
@@ -191,6 +222,13 @@ impl Reader<'_> {
         Ok(i32::from_be_bytes([b[0], b[1], b[2], b[3]]))
     }
 
+    fn i64(&mut self) -> Result<i64, RecordError> {
+        let b = self.take(8)?;
+        let mut v = [0u8; 8];
+        v.copy_from_slice(b);
+        Ok(i64::from_be_bytes(v))
+    }
+
     fn uuid(&mut self) -> Result<Uuid, RecordError> {
         let mut id = [0u8; 16];
         id.copy_from_slice(self.take(16)?);
@@ -232,6 +270,13 @@ mod tests {
                 value: "1000".into(),
             },
             MetadataRecord::RemoveTopic { topic_id },
+            MetadataRecord::ProducerIds {
+                next_producer_id: 123_456_789_000,
+            },
+            MetadataRecord::RemoveConfig {
+                topic_id,
+                name: "retention.ms".into(),
+            },
         ]
     }
 

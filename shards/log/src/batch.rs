@@ -179,6 +179,23 @@ pub(crate) mod testing {
     /// correct CRC. The base offset is left at `base_offset`. Field positions
     /// as in `sluice_protocol::record_batch`'s layout.
     pub fn make_batch(base_offset: i64, records: i32, payload: usize, fill: u8) -> Vec<u8> {
+        make_batch_ts(
+            base_offset,
+            records,
+            payload,
+            fill,
+            1_000 + i64::from(records),
+        )
+    }
+
+    /// [`make_batch`] with the given `maxTimestamp` (baseTimestamp 0).
+    pub fn make_batch_ts(
+        base_offset: i64,
+        records: i32,
+        payload: usize,
+        fill: u8,
+        max_timestamp: i64,
+    ) -> Vec<u8> {
         assert!(records >= 1);
         let size = RECORD_BATCH_OVERHEAD + payload;
         let mut b = vec![0u8; size];
@@ -187,8 +204,8 @@ pub(crate) mod testing {
         put(8, &((size - LOG_OVERHEAD) as i32).to_be_bytes());
         put(16, &[MAGIC_V2 as u8]);
         put(23, &(records - 1).to_be_bytes()); // lastOffsetDelta
-        put(27, &1_000i64.to_be_bytes()); // baseTimestamp
-        put(35, &(1_000 + i64::from(records)).to_be_bytes()); // maxTimestamp
+        put(27, &max_timestamp.min(1_000).to_be_bytes()); // baseTimestamp
+        put(35, &max_timestamp.to_be_bytes()); // maxTimestamp
         put(43, &(-1i64).to_be_bytes()); // producerId
         put(51, &(-1i16).to_be_bytes()); // producerEpoch
         put(53, &(-1i32).to_be_bytes()); // baseSequence

@@ -4,8 +4,9 @@
 pub const DEFAULT_MAX_MESSAGE_BYTES: u32 = 1_048_588;
 
 /// Settings of one partition log. Field names follow Kafka's topic configs
-/// (`segment.bytes`, `index.interval.bytes`, `flush.messages`, `flush.ms`,
-/// `max.message.bytes`).
+/// (`segment.bytes`, `segment.index.bytes`, `segment.ms`, `index.interval.bytes`,
+/// `flush.messages`, `flush.ms`, `max.message.bytes`, `retention.ms`,
+/// `retention.bytes`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LogConfig {
     /// Roll to a new segment when an append would grow the active one past
@@ -22,7 +23,25 @@ pub struct LogConfig {
     /// Bytes of the most recent appends kept in memory so that fetches of the
     /// newest data need no I/O. 0 disables the cache.
     pub tail_cache_bytes: usize,
+    /// Kafka's `segment.index.bytes`: roll when the segment's `.index` (8-byte
+    /// entries) or `.timeindex` (12-byte entries) would outgrow this.
+    pub segment_index_bytes: u32,
+    /// Kafka's `segment.ms`: roll when the incoming batch's timestamp is this
+    /// much newer than the active segment's first batch (or, without
+    /// timestamps, when the segment is this old). Non-positive: never.
+    pub segment_ms: i64,
+    /// Kafka's `retention.ms`: closed segments whose newest timestamp is
+    /// older than this are deleted by `Log::run_retention`. -1: no limit.
+    pub retention_ms: i64,
+    /// Kafka's `retention.bytes`: oldest closed segments are deleted while
+    /// the log stays at least this big without them. -1: no limit.
+    pub retention_bytes: i64,
 }
+
+/// Kafka's `segment.index.bytes` default: 10 MiB.
+pub const DEFAULT_SEGMENT_INDEX_BYTES: u32 = 10 << 20;
+/// Seven days, Kafka's default for `segment.ms` and `retention.ms`.
+pub const SEVEN_DAYS_MS: i64 = 7 * 24 * 60 * 60 * 1000;
 
 impl Default for LogConfig {
     fn default() -> Self {
@@ -33,6 +52,10 @@ impl Default for LogConfig {
             flush_ms: None,
             max_message_bytes: DEFAULT_MAX_MESSAGE_BYTES,
             tail_cache_bytes: 4 << 20,
+            segment_index_bytes: DEFAULT_SEGMENT_INDEX_BYTES,
+            segment_ms: SEVEN_DAYS_MS,
+            retention_ms: SEVEN_DAYS_MS,
+            retention_bytes: -1,
         }
     }
 }
@@ -41,5 +64,15 @@ impl LogConfig {
     /// `segment_bytes` as used: at least one byte, at most `i32::MAX`.
     pub(crate) fn effective_segment_bytes(&self) -> u64 {
         self.segment_bytes.clamp(1, i32::MAX as u64)
+    }
+
+    /// Entries an `.index` may hold (at least one).
+    pub(crate) fn max_offset_index_entries(&self) -> usize {
+        (self.segment_index_bytes as usize / crate::index::OFFSET_ENTRY_BYTES).max(1)
+    }
+
+    /// Entries a `.timeindex` may hold (at least one).
+    pub(crate) fn max_time_index_entries(&self) -> usize {
+        (self.segment_index_bytes as usize / crate::index::TIME_ENTRY_BYTES).max(1)
     }
 }

@@ -1,27 +1,40 @@
-//! `LogLoader`: opens a partition directory and recovers its segments.
+//! `LogLoader` (Kafka's): opens a partition directory and recovers it.
 //!
-//! Recovery rules (Kafka's, minus the checkpoint files a later issue adds):
-//! every batch after the recovery point is checked for framing (length,
-//! magic, offsets following on from the previous batch) and CRC; the first
-//! batch that fails, and everything after it, is truncated away. Without a
-//! recovery-point checkpoint the recovery point is the log start after an
-//! unclean shutdown, and the log end after a clean one (marker present), in
-//! which case only framing is checked — the scan is still needed to rebuild
-//! the in-memory index.
+//! Rules:
+//! - After a clean shutdown (`.clean_shutdown` present) no segment is
+//!   scanned: each segment's `.index`/`.timeindex` are read back and
+//!   sanity-checked, and only the active segment's tail after its last index
+//!   entry is walked (framing only) to find the log end, which must match the
+//!   marker; a mismatch falls back to recovery as after a crash.
+//! - After a crash, segments before the one holding the recovery point
+//!   (`recovery-point` checkpoint; the log start without one) are loaded from
+//!   their index files; that segment and every later one are scanned: every
+//!   batch is checked for framing (length, magic, offsets following on) and
+//!   CRC, and their indexes are rebuilt. The first batch that fails, and
+//!   everything after it (including later segments), is truncated away.
+//! - A missing or corrupt index file (size not a multiple of the entry size,
+//!   entries not increasing, positions beyond the `.log`) is rebuilt by a
+//!   checked scan of its segment.
+//! - The log start offset is the `log-start-offset` checkpoint, clamped to
+//!   the segments present.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::rc::Rc;
 
 use glommio::io::{BufferedFile, Directory};
 use tracing::{info, warn};
 
 use crate::batch::{check_crc, parse_header, BatchError, BatchHeader, RECORD_BATCH_OVERHEAD};
+use crate::checkpoint::{is_temp_of, read_checkpoint, LOG_START_OFFSET_FILE, RECOVERY_POINT_FILE};
 use crate::config::LogConfig;
 use crate::error::LogError;
 use crate::file_io::{read_exact, write_all};
-use crate::index::OffsetIndex;
-use crate::segment::{open_rw, parse_segment_file_name, LogSegment};
+use crate::index::{IndexError, OffsetIndex, TimeIndex};
+use crate::segment::{
+    create_index_files, offset_index_file_name, open_index_file, open_rw, parse_file_name,
+    parse_segment_file_name, segment_file_name, time_index_file_name, IndexFiles, LogSegment,
+};
 
 /// Name of the marker `Log::close` leaves: its content is the log end offset
 /// at close, so a mismatch on open falls back to full recovery.
@@ -30,59 +43,160 @@ pub(crate) const CLEAN_SHUTDOWN_FILE: &str = ".clean_shutdown";
 /// Bytes read per I/O while scanning a segment.
 const RECOVERY_READ_BYTES: usize = 1 << 20;
 
+/// What the loader did (tests and logs).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct LoadStats {
+    /// Segments scanned batch by batch with CRC checks.
+    pub crc_scanned_segments: usize,
+    /// Segments whose index files were missing or corrupt and rebuilt.
+    pub rebuilt_indexes: usize,
+    /// Segments loaded from their index files.
+    pub loaded_indexes: usize,
+    /// Whether the clean shutdown marker was trusted.
+    pub clean: bool,
+}
+
 /// What a loaded log starts from.
 pub(crate) struct LoadedLog {
     pub segments: BTreeMap<i64, Rc<LogSegment>>,
     pub log_start_offset: i64,
     pub log_end_offset: i64,
+    pub recovery_point: i64,
+    /// Checkpoint values found on disk, so the log rewrites only changes.
+    pub checkpointed_recovery_point: Option<i64>,
+    pub checkpointed_log_start_offset: Option<i64>,
+    pub stats: LoadStats,
 }
 
 pub(crate) struct LogLoader<'a> {
     dir: &'a Path,
     config: &'a LogConfig,
+    now_ms: i64,
+}
+
+/// What the directory holds.
+#[derive(Default)]
+struct Listing {
+    bases: Vec<i64>,
+    marker: bool,
+}
+
+/// How segments are loaded.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    /// Clean shutdown: index files, tail walk of the active segment, whose
+    /// end must be this offset.
+    Clean(i64),
+    /// Crash: index files before the segment holding this offset, checked
+    /// scans from it on.
+    Recover(i64),
 }
 
 /// Where the scan of one segment stopped.
 struct SegmentScan {
     valid_bytes: u64,
-    next_offset: i64,
-    index: OffsetIndex,
+    /// Base offset the next batch must have; `None` before the first batch
+    /// of a tail walk (accepted as found).
+    next_offset: Option<i64>,
+    offset_index: OffsetIndex,
+    time_index: TimeIndex,
+    first_batch: Option<BatchHeader>,
     /// Why the bytes after `valid_bytes` were rejected, if any remain.
     problem: Option<BatchError>,
 }
 
+impl SegmentScan {
+    fn new(position: u64, next_offset: Option<i64>) -> Self {
+        Self {
+            valid_bytes: position,
+            next_offset,
+            offset_index: OffsetIndex::default(),
+            time_index: TimeIndex::default(),
+            first_batch: None,
+            problem: None,
+        }
+    }
+}
+
+/// One loaded segment before the map is built.
+struct Loaded {
+    segment: LogSegment,
+    /// The indexes were rebuilt by a scan: write the files.
+    rebuilt: bool,
+    /// Offset after the segment's last batch, when known (scanned).
+    next_offset: Option<i64>,
+}
+
 impl<'a> LogLoader<'a> {
-    pub fn new(dir: &'a Path, config: &'a LogConfig) -> Self {
-        Self { dir, config }
+    pub fn new(dir: &'a Path, config: &'a LogConfig, now_ms: i64) -> Self {
+        Self {
+            dir,
+            config,
+            now_ms,
+        }
     }
 
     pub async fn load(&self) -> Result<LoadedLog, LogError> {
         self.create_dir().await?;
-        let (bases, marker) = self.list_dir().await?;
-        let clean_end = match marker {
-            Some(p) => self.read_marker(&p).await,
-            None => None,
+        let listing = self.list_dir().await?;
+        let clean_end = if listing.marker {
+            self.read_marker(&self.dir.join(CLEAN_SHUTDOWN_FILE)).await
+        } else {
+            None
         };
-        let mut loaded = self.load_segments(&bases, clean_end.is_none()).await?;
-        if let Some(end) = clean_end {
-            if end != loaded.log_end_offset {
-                warn!(dir = %self.dir.display(), marker = end, found = loaded.log_end_offset,
-                    "clean shutdown marker disagrees with the log; running full recovery");
-                let bases: Vec<i64> = loaded.segments.keys().copied().collect();
-                loaded = self.load_segments(&bases, true).await?;
+        let checkpointed_recovery_point = read_checkpoint(self.dir, RECOVERY_POINT_FILE).await;
+        let checkpointed_log_start_offset = read_checkpoint(self.dir, LOG_START_OFFSET_FILE).await;
+        let crash_mode = Mode::Recover(checkpointed_recovery_point.unwrap_or(i64::MIN));
+        let mut stats = LoadStats::default();
+        let mode = clean_end.map_or(crash_mode, Mode::Clean);
+        let mut loaded = self.load_segments(&listing.bases, mode, &mut stats).await;
+        if let Mode::Clean(end) = mode {
+            let found = loaded.as_ref().ok().map(|l| l.1);
+            if found != Some(end) {
+                warn!(dir = %self.dir.display(), marker = end, ?found,
+                    "clean shutdown marker disagrees with the log; running recovery");
+                let bases = self.list_dir().await?.bases;
+                loaded = self.load_segments(&bases, crash_mode, &mut stats).await;
+            } else {
+                stats.clean = true;
             }
+        }
+        let (mut segments, log_end_offset) = loaded?;
+        if listing.marker {
             self.remove_marker().await?;
         }
-        if loaded.segments.is_empty() {
+        if segments.is_empty() {
             let seg = self.new_segment(0).await?;
-            loaded.segments.insert(0, Rc::new(seg));
+            segments.insert(0, Rc::new(seg));
             // A new log: make its directory and first segment durable names.
             sync_dir(self.dir).await?;
             if let Some(parent) = self.dir.parent() {
                 sync_dir(parent).await?;
             }
         }
-        Ok(loaded)
+        let first_base = segments.keys().next().copied().unwrap_or(0);
+        let log_start_offset = checkpointed_log_start_offset
+            .unwrap_or(first_base)
+            .clamp(first_base, log_end_offset.max(first_base));
+        let recovery_point = if stats.clean {
+            log_end_offset
+        } else {
+            checkpointed_recovery_point
+                .unwrap_or(first_base)
+                .clamp(first_base, log_end_offset.max(first_base))
+        };
+        info!(dir = %self.dir.display(), log_start_offset, log_end_offset, recovery_point,
+            clean = stats.clean, crc_scanned = stats.crc_scanned_segments,
+            rebuilt_indexes = stats.rebuilt_indexes, "log loaded");
+        Ok(LoadedLog {
+            segments,
+            log_start_offset,
+            log_end_offset,
+            recovery_point,
+            checkpointed_recovery_point,
+            checkpointed_log_start_offset,
+            stats,
+        })
     }
 
     async fn create_dir(&self) -> Result<(), LogError> {
@@ -95,8 +209,10 @@ impl<'a> LogLoader<'a> {
             .map_err(|e| LogError::io(self.dir, e))
     }
 
-    /// Segment base offsets (sorted) and the clean shutdown marker, if any.
-    async fn list_dir(&self) -> Result<(Vec<i64>, Option<PathBuf>), LogError> {
+    /// Segment base offsets (sorted), index files and the clean shutdown
+    /// marker. Removes leftovers: checkpoint temp files and index files
+    /// without a segment.
+    async fn list_dir(&self) -> Result<Listing, LogError> {
         let dir = self.dir.to_path_buf();
         let names = glommio::executor()
             .spawn_blocking(move || -> std::io::Result<Vec<String>> {
@@ -106,25 +222,43 @@ impl<'a> LogLoader<'a> {
             })
             .await
             .map_err(|e| LogError::io(self.dir, e))?;
-        let mut bases = Vec::new();
-        let mut marker = None;
+        let mut listing = Listing::default();
+        let mut leftovers = Vec::new();
+        let mut index_files = Vec::new();
         for name in names {
             if name == CLEAN_SHUTDOWN_FILE {
-                marker = Some(self.dir.join(&name));
+                listing.marker = true;
             } else if let Some(base) = parse_segment_file_name(&name) {
-                bases.push(base);
+                listing.bases.push(base);
+            } else if let Some(base) =
+                parse_file_name(&name, ".index").or_else(|| parse_file_name(&name, ".timeindex"))
+            {
+                index_files.push((base, name));
+            } else if is_temp_of(&name, RECOVERY_POINT_FILE)
+                || is_temp_of(&name, LOG_START_OFFSET_FILE)
+            {
+                leftovers.push(name);
             } else if name.ends_with(".log") {
                 warn!(dir = %self.dir.display(), file = %name, "ignoring badly named segment file");
             }
         }
-        bases.sort_unstable();
-        Ok((bases, marker))
+        listing.bases.sort_unstable();
+        for (base, name) in index_files {
+            if listing.bases.binary_search(&base).is_err() {
+                leftovers.push(name);
+            }
+        }
+        for name in leftovers {
+            remove_if_exists(&self.dir.join(&name)).await?;
+        }
+        Ok(listing)
     }
 
     async fn read_marker(&self, path: &Path) -> Option<i64> {
         let file = BufferedFile::open(path).await.ok()?;
-        let data = file.read_at(0, 32).await.ok()?;
-        std::str::from_utf8(&data).ok()?.trim().parse().ok()
+        let data = file.read_at(0, 32).await.ok();
+        let _ = file.close().await;
+        std::str::from_utf8(&data?).ok()?.trim().parse().ok()
     }
 
     /// Removes the marker durably before the log takes appends, so that a
@@ -138,94 +272,284 @@ impl<'a> LogLoader<'a> {
     }
 
     async fn new_segment(&self, base_offset: i64) -> Result<LogSegment, LogError> {
-        let path = self
-            .dir
-            .join(crate::segment::segment_file_name(base_offset));
+        let path = self.dir.join(segment_file_name(base_offset));
         let file = open_rw(&path, true).await?;
-        Ok(LogSegment::with_file(base_offset, path, file, 0))
+        let seg = LogSegment::loaded(base_offset, path, file, self.now_ms);
+        let files = create_index_files(&seg.offset_index_path(), &seg.time_index_path()).await?;
+        seg.set_index_files(Some(files));
+        Ok(seg)
     }
 
-    /// Opens and scans the segments in order, truncating at the first bad
-    /// batch and deleting every segment after it.
-    async fn load_segments(&self, bases: &[i64], check_crc: bool) -> Result<LoadedLog, LogError> {
-        let mut segments = BTreeMap::new();
-        let start = bases.first().copied().unwrap_or(0);
-        let mut next_offset = start;
+    /// Loads the segments in order (see the module docs), truncating at the
+    /// first bad batch and deleting every segment after it. Returns the
+    /// segments and the log end offset.
+    async fn load_segments(
+        &self,
+        bases: &[i64],
+        mode: Mode,
+        stats: &mut LoadStats,
+    ) -> Result<(BTreeMap<i64, Rc<LogSegment>>, i64), LogError> {
+        let scan_from = match mode {
+            Mode::Clean(_) => bases.len(),
+            Mode::Recover(rp) => bases.partition_point(|&b| b <= rp).saturating_sub(1),
+        };
+        let mut out: Vec<Loaded> = Vec::with_capacity(bases.len());
+        // Offset the next segment must start at, when known.
+        let mut next_offset: Option<i64> = bases.first().copied();
         let mut cut_bytes = 0u64;
         let mut reason = None;
         for (i, &base) in bases.iter().enumerate() {
-            let path = self.dir.join(crate::segment::segment_file_name(base));
-            let file = open_rw(&path, false).await?;
-            let size = file.file_size().await.map_err(|e| LogError::io(&path, e))?;
-            if base != next_offset {
+            if next_offset.is_some_and(|n| n != base) {
                 // A segment must start where the previous one ended; one that
                 // does not is the start of damage. Drop it and what follows.
                 cut_bytes += self.delete_segments(&bases[i..]).await?;
                 reason = Some(format!(
-                    "segment {base} does not start at offset {next_offset}"
+                    "segment {base} does not start at offset {next_offset:?}"
                 ));
                 break;
             }
+            let path = self.dir.join(segment_file_name(base));
+            let file = open_rw(&path, false).await?;
+            let size = file.file_size().await.map_err(|e| LogError::io(&path, e))?;
+            let next_base = bases.get(i + 1).copied();
+            let is_last = next_base.is_none();
+            let seg = LogSegment::loaded(base, path.clone(), file, self.now_ms);
+            seg.size.set(size);
+            if i < scan_from {
+                let end_limit = match (next_base, mode) {
+                    (Some(n), _) => Some(n),
+                    (None, Mode::Clean(end)) => Some(end),
+                    (None, Mode::Recover(_)) => None,
+                };
+                match self.load_indexes(&seg, size, end_limit).await {
+                    Ok(()) => {
+                        stats.loaded_indexes += 1;
+                        let end = if is_last {
+                            match self.walk_tail(&seg, size).await? {
+                                Some(end) => Some(end),
+                                // Tail does not add up: the caller falls
+                                // back to recovery.
+                                None => Some(-1),
+                            }
+                        } else {
+                            None
+                        };
+                        next_offset = next_base.or(end);
+                        out.push(Loaded {
+                            segment: seg,
+                            rebuilt: false,
+                            next_offset: end,
+                        });
+                        continue;
+                    }
+                    Err(e) => {
+                        warn!(segment = %path.display(), error = %e,
+                            "rebuilding missing or corrupt index files");
+                        stats.rebuilt_indexes += 1;
+                    }
+                }
+            }
+            // Checked scan from the segment start, rebuilding the indexes.
+            stats.crc_scanned_segments += 1;
+            let file = seg.file().await?;
             let scan = self
-                .scan_segment(&file, &path, base, size, check_crc)
+                .scan_segment(
+                    &file,
+                    &path,
+                    base,
+                    size,
+                    SegmentScan::new(0, Some(base)),
+                    true,
+                )
                 .await?;
-            next_offset = scan.next_offset;
             let valid = scan.valid_bytes;
-            let mut seg = LogSegment::with_file(base, path.clone(), file, valid);
-            seg.index = std::cell::RefCell::new(scan.index);
-            segments.insert(base, Rc::new(seg));
-            if valid < size {
-                truncate(&segments[&base], &path, valid).await?;
+            let scan_end = scan.next_offset.unwrap_or(base);
+            seg.size.set(valid);
+            *seg.offset_index.borrow_mut() = scan.offset_index;
+            *seg.time_index.borrow_mut() = scan.time_index;
+            seg.rolling_based_timestamp
+                .set(scan.first_batch.map(|h| h.max_timestamp));
+            let truncated = valid < size;
+            if truncated {
+                truncate(&seg, &path, valid).await?;
                 cut_bytes += size - valid;
                 cut_bytes += self.delete_segments(&bases[i + 1..]).await?;
                 reason = scan
                     .problem
                     .map(|p| format!("{p} at byte {valid} of {}", path.display()));
+            }
+            next_offset = Some(scan_end);
+            out.push(Loaded {
+                segment: seg,
+                rebuilt: true,
+                next_offset: Some(scan_end),
+            });
+            if truncated {
                 break;
             }
         }
         if cut_bytes > 0 {
-            warn!(dir = %self.dir.display(), cut_bytes, log_end_offset = next_offset,
+            warn!(dir = %self.dir.display(), cut_bytes, log_end_offset = ?next_offset,
                 reason = reason.as_deref().unwrap_or("unknown"),
                 "truncated torn or corrupt log tail during recovery");
-        } else if !bases.is_empty() {
-            info!(dir = %self.dir.display(), log_end_offset = next_offset, check_crc, "log loaded");
         }
-        Ok(LoadedLog {
-            segments,
-            log_start_offset: start,
-            log_end_offset: next_offset,
-        })
+        let log_end_offset = out
+            .last()
+            .and_then(|l| l.next_offset)
+            .unwrap_or_else(|| bases.first().copied().unwrap_or(0));
+        let count = out.len();
+        let mut segments = BTreeMap::new();
+        for (i, l) in out.into_iter().enumerate() {
+            let active = i + 1 == count;
+            if l.rebuilt {
+                if !active {
+                    // A closed segment's time index ends with its largest
+                    // timestamp, as if it had been rolled.
+                    l.segment.time_index.borrow_mut().maybe_append();
+                }
+                let files = self.write_index_files(&l.segment).await?;
+                if active {
+                    l.segment.set_index_files(Some(files));
+                } else {
+                    close_index_files(files).await;
+                }
+            } else if active {
+                let files = IndexFiles {
+                    offset: open_index_file(&l.segment.offset_index_path(), false).await?,
+                    time: open_index_file(&l.segment.time_index_path(), false).await?,
+                };
+                l.segment.set_index_files(Some(files));
+            }
+            segments.insert(l.segment.base_offset, Rc::new(l.segment));
+        }
+        Ok((segments, log_end_offset))
     }
 
-    /// Deletes whole segments (they follow damage); returns their bytes.
+    /// Reads and checks a segment's `.index` and `.timeindex`. `end_limit`:
+    /// the offset the segment must end before, if known.
+    async fn load_indexes(
+        &self,
+        seg: &LogSegment,
+        log_size: u64,
+        end_limit: Option<i64>,
+    ) -> Result<(), LoadIndexError> {
+        let limit = end_limit.map_or(u64::MAX, |e| {
+            e.saturating_sub(seg.base_offset).max(0) as u64
+        });
+        let offset_bytes = read_whole(&seg.offset_index_path()).await?;
+        let time_bytes = read_whole(&seg.time_index_path()).await?;
+        let offset_index = OffsetIndex::decode(&offset_bytes, log_size, limit)?;
+        let time_index = TimeIndex::decode(&time_bytes, limit)?;
+        *seg.offset_index.borrow_mut() = offset_index;
+        *seg.time_index.borrow_mut() = time_index;
+        Ok(())
+    }
+
+    /// Walks the active segment from its last index entry to its end
+    /// (framing only): the log end offset, the index state for further
+    /// appends, the first batch's timestamp. `None` if the tail does not add
+    /// up (torn, or the index entry does not point at its batch).
+    async fn walk_tail(&self, seg: &LogSegment, size: u64) -> Result<Option<i64>, LogError> {
+        let last = seg.offset_index.borrow().last();
+        let (position, expect_last) = match last {
+            Some((rel, pos)) => (u64::from(pos), Some(seg.base_offset + i64::from(rel))),
+            None => (0, None),
+        };
+        let next = if position == 0 {
+            Some(seg.base_offset)
+        } else {
+            None
+        };
+        let file = seg.file().await?;
+        let scan = self
+            .scan_segment(
+                &file,
+                &seg.path,
+                seg.base_offset,
+                size,
+                SegmentScan::new(position, next),
+                false,
+            )
+            .await?;
+        if scan.valid_bytes != size {
+            return Ok(None);
+        }
+        if let (Some(expected), Some(first)) = (expect_last, scan.first_batch) {
+            if first.last_offset() != expected {
+                return Ok(None);
+            }
+        }
+        if position != 0 && expect_last.is_some() && scan.first_batch.is_none() {
+            return Ok(None);
+        }
+        seg.offset_index.borrow_mut().bytes_since_last_entry = size - position;
+        {
+            let mut time = seg.time_index.borrow_mut();
+            let tail = &scan.time_index;
+            time.observe(tail.max_timestamp, tail.offset_of_max_timestamp);
+        }
+        let first_ts = if position == 0 {
+            scan.first_batch.map(|h| h.max_timestamp)
+        } else {
+            let head = read_exact(&file, &seg.path, 0, RECORD_BATCH_OVERHEAD).await?;
+            parse_header(&head).ok().map(|h| h.max_timestamp)
+        };
+        seg.rolling_based_timestamp.set(first_ts);
+        Ok(Some(scan.next_offset.unwrap_or(seg.base_offset)))
+    }
+
+    /// Writes a segment's rebuilt index files (fdatasync'ed) and returns
+    /// their handles.
+    async fn write_index_files(&self, seg: &LogSegment) -> Result<IndexFiles, LogError> {
+        let files = create_index_files(&seg.offset_index_path(), &seg.time_index_path()).await?;
+        let offset = seg.offset_index.borrow().encode_from(0);
+        let time = seg.time_index.borrow().encode_from(0);
+        let offset_path = seg.offset_index_path();
+        let time_path = seg.time_index_path();
+        if !offset.is_empty() {
+            write_all(&files.offset, &offset_path, offset, 0).await?;
+        }
+        if !time.is_empty() {
+            write_all(&files.time, &time_path, time, 0).await?;
+        }
+        files
+            .offset
+            .fdatasync()
+            .await
+            .map_err(|e| LogError::io(&offset_path, e))?;
+        files
+            .time
+            .fdatasync()
+            .await
+            .map_err(|e| LogError::io(&time_path, e))?;
+        Ok(files)
+    }
+
+    /// Deletes whole segments (they follow damage) with their index files;
+    /// returns their bytes.
     async fn delete_segments(&self, bases: &[i64]) -> Result<u64, LogError> {
         let mut bytes = 0;
         for &base in bases {
-            let path = self.dir.join(crate::segment::segment_file_name(base));
+            let path = self.dir.join(segment_file_name(base));
             let file = open_rw(&path, false).await?;
             bytes += file.file_size().await.map_err(|e| LogError::io(&path, e))?;
-            file.remove().await.map_err(|e| LogError::io(&path, e))?;
+            let _ = file.close().await;
+            delete_segment_files(self.dir, base).await?;
         }
         Ok(bytes)
     }
 
-    /// Scans a segment from its start, checking every batch, building the
-    /// index. Stops at the first batch that is torn or invalid.
+    /// Scans a segment from `scan.valid_bytes`, checking every batch, building
+    /// the indexes. Stops at the first batch that is torn or invalid.
     async fn scan_segment(
         &self,
         file: &BufferedFile,
         path: &Path,
         base: i64,
         size: u64,
+        mut scan: SegmentScan,
         check_crc: bool,
     ) -> Result<SegmentScan, LogError> {
-        let mut scan = SegmentScan {
-            valid_bytes: 0,
-            next_offset: base,
-            index: OffsetIndex::default(),
-            problem: None,
-        };
         let mut want = RECOVERY_READ_BYTES;
         while scan.valid_bytes < size {
             let len = want.min((size - scan.valid_bytes) as usize);
@@ -270,15 +594,97 @@ impl<'a> LogLoader<'a> {
             };
             let position = scan.valid_bytes as u32;
             let relative = (header.last_offset() - base) as u32;
-            scan.index.on_batch(
+            scan.time_index.observe(header.max_timestamp, relative);
+            if scan.offset_index.on_batch(
                 relative,
                 position,
                 header.size as u64,
                 self.config.index_interval_bytes,
-            );
+            ) {
+                scan.time_index.maybe_append();
+            }
+            scan.first_batch.get_or_insert(header);
             scan.valid_bytes += header.size as u64;
-            scan.next_offset = header.last_offset() + 1;
+            scan.next_offset = Some(header.last_offset() + 1);
             off += header.size;
+        }
+    }
+}
+
+/// Why stored index files cannot be used.
+#[derive(Debug)]
+enum LoadIndexError {
+    Io(LogError),
+    Invalid(IndexError),
+}
+
+impl std::fmt::Display for LoadIndexError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Io(e) => e.fmt(f),
+            Self::Invalid(e) => e.fmt(f),
+        }
+    }
+}
+
+impl From<LogError> for LoadIndexError {
+    fn from(e: LogError) -> Self {
+        Self::Io(e)
+    }
+}
+
+impl From<IndexError> for LoadIndexError {
+    fn from(e: IndexError) -> Self {
+        Self::Invalid(e)
+    }
+}
+
+/// The whole content of a (small) file.
+async fn read_whole(path: &Path) -> Result<bytes::Bytes, LogError> {
+    let file = BufferedFile::open(path)
+        .await
+        .map_err(|e| LogError::io(path, e))?;
+    let data = async {
+        let size = file.file_size().await.map_err(|e| LogError::io(path, e))?;
+        if size == 0 {
+            return Ok(bytes::Bytes::new());
+        }
+        read_exact(&file, path, 0, size as usize).await
+    }
+    .await;
+    let _ = file.close().await;
+    data
+}
+
+async fn close_index_files(files: IndexFiles) {
+    let _ = files.offset.close().await;
+    let _ = files.time.close().await;
+}
+
+/// Unlinks a segment's `.log`, `.index` and `.timeindex` (the index files
+/// may be missing).
+pub(crate) async fn delete_segment_files(dir: &Path, base: i64) -> Result<(), LogError> {
+    let log = dir.join(segment_file_name(base));
+    glommio::io::remove(&log)
+        .await
+        .map_err(|e| LogError::io(&log, e))?;
+    for name in [offset_index_file_name(base), time_index_file_name(base)] {
+        remove_if_exists(&dir.join(name)).await?;
+    }
+    Ok(())
+}
+
+/// Unlinks a file; one that is already gone is fine.
+async fn remove_if_exists(path: &Path) -> Result<(), LogError> {
+    match glommio::io::remove(path).await {
+        Ok(()) => Ok(()),
+        Err(e) => {
+            let e = std::io::Error::from(e);
+            if e.kind() == std::io::ErrorKind::NotFound {
+                Ok(())
+            } else {
+                Err(LogError::io(path, e))
+            }
         }
     }
 }
@@ -312,7 +718,8 @@ fn validate(
             Ok(None)
         };
     }
-    if header.base_offset != scan.next_offset {
+    let expected = scan.next_offset.unwrap_or(header.base_offset);
+    if header.base_offset != expected || header.base_offset < base {
         return Err(BatchError::BadOffset(header.base_offset));
     }
     // Positions and relative offsets are u32 in the index, as in Kafka.

@@ -8,7 +8,7 @@
 //! fails the log, so the hole it leaves is never followed by acknowledged
 //! data. No `RefCell` borrow is held across an `.await`.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::{BTreeMap, VecDeque};
 use std::future::Future;
 use std::path::{Path, PathBuf};
@@ -18,14 +18,23 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use bytes::Bytes;
-use tracing::{error, warn};
+use glommio::sync::Semaphore;
+use tracing::{error, info, warn};
 
 use crate::batch::{self, parse_header, BatchHeader, RECORD_BATCH_OVERHEAD};
+use crate::checkpoint::{
+    new_writer_id, write_checkpoint, LOG_START_OFFSET_FILE, RECOVERY_POINT_FILE,
+};
+use crate::clock::{Clock, SystemClock};
 use crate::config::LogConfig;
 use crate::error::LogError;
 use crate::file_io::{read_exact, write_all};
-use crate::loader::{sync_dir, write_clean_shutdown_marker, LogLoader};
-use crate::segment::LogSegment;
+use crate::index::{OFFSET_ENTRY_BYTES, TIME_ENTRY_BYTES};
+use crate::loader::{
+    delete_segment_files, sync_dir, write_clean_shutdown_marker, LoadStats, LogLoader,
+};
+use crate::retention::{deletable_segments, RetentionCandidate};
+use crate::segment::{IndexWrite, LogSegment};
 use crate::tail_cache::TailCache;
 use crate::waiters::Waiters;
 
@@ -104,8 +113,17 @@ pub struct Log {
     me: Weak<Log>,
     dir: PathBuf,
     config: LogConfig,
+    clock: Rc<dyn Clock>,
     state: RefCell<LogState>,
     pub(crate) waiters: RefCell<Waiters>,
+    /// Serializes checkpoint file writes (one temp file per checkpoint).
+    checkpoint_lock: Semaphore,
+    checkpoint_writer: u64,
+    /// Values the checkpoint files hold, so unchanged ones are not rewritten.
+    checkpointed_recovery_point: Cell<Option<i64>>,
+    checkpointed_log_start_offset: Cell<Option<i64>>,
+    #[cfg_attr(not(test), allow(dead_code))]
+    load_stats: LoadStats,
 }
 
 /// Everything an append fixed synchronously, handed to its write task.
@@ -116,12 +134,18 @@ struct Reservation {
     creates_segment: bool,
     position: u64,
     buf: Vec<u8>,
+    /// Index entries this append added to `segment`.
+    index_write: IndexWrite,
+    /// When this append rolled: the previous segment and its final time
+    /// index entry, written before this append completes.
+    rolled_from: Option<(Rc<LogSegment>, IndexWrite)>,
     info: LogAppendInfo,
 }
 
 /// What the append path learns from a walk over the caller's batches.
 struct AppendSummary {
     offsets: i64,
+    batches: usize,
     max_timestamp: i64,
 }
 
@@ -135,7 +159,16 @@ impl Log {
     /// the recovery point is checked (length, magic, CRC); a torn or corrupt
     /// tail is truncated away (one warning says how many bytes were cut).
     pub async fn open(dir: PathBuf, config: LogConfig) -> Result<Rc<Log>, LogError> {
-        let loaded = LogLoader::new(&dir, &config).load().await?;
+        Self::open_with_clock(dir, config, Rc::new(SystemClock)).await
+    }
+
+    /// [`Log::open`] with the clock used for time-based roll (tests fix it).
+    pub async fn open_with_clock(
+        dir: PathBuf,
+        config: LogConfig,
+        clock: Rc<dyn Clock>,
+    ) -> Result<Rc<Log>, LogError> {
+        let loaded = LogLoader::new(&dir, &config, clock.now_ms()).load().await?;
         let (&last_base, last) = loaded
             .segments
             .last_key_value()
@@ -150,20 +183,47 @@ impl Log {
             log_start_offset: loaded.log_start_offset,
             log_end_offset: end.offset,
             readable_end: end,
-            recovery_point: end.offset,
+            recovery_point: loaded.recovery_point,
             in_flight: VecDeque::with_capacity(64),
             in_flight_front_seq: 0,
             status: Status::Open,
             tail_cache: TailCache::new(config.tail_cache_bytes),
             flush_timer_armed: false,
         };
-        Ok(Rc::new_cyclic(|me| Log {
+        let log = Rc::new_cyclic(|me| Log {
             me: me.clone(),
             dir,
             config,
+            clock,
             state: RefCell::new(state),
             waiters: RefCell::new(Waiters::default()),
-        }))
+            checkpoint_lock: Semaphore::new(1),
+            checkpoint_writer: new_writer_id(),
+            checkpointed_recovery_point: Cell::new(loaded.checkpointed_recovery_point),
+            checkpointed_log_start_offset: Cell::new(loaded.checkpointed_log_start_offset),
+            load_stats: loaded.stats,
+        });
+        log.checkpoint_log_start_offset().await?;
+        log.checkpoint_recovery_point().await?;
+        Ok(log)
+    }
+
+    /// What the loader did at open (tests).
+    #[cfg(test)]
+    pub(crate) fn load_stats(&self) -> LoadStats {
+        self.load_stats
+    }
+
+    /// The segment with this base offset (tests).
+    #[cfg(test)]
+    pub(crate) fn segment(&self, base: i64) -> Option<Rc<LogSegment>> {
+        self.state.borrow().segments.get(&base).cloned()
+    }
+
+    /// Base offsets of the segments, oldest first (tests).
+    #[cfg(test)]
+    pub(crate) fn segment_bases(&self) -> Vec<i64> {
+        self.state.borrow().segments.keys().copied().collect()
     }
 
     pub fn dir(&self) -> &Path {
@@ -249,12 +309,14 @@ impl Log {
     fn summarize(&self, batches: &[u8]) -> Result<AppendSummary, LogError> {
         let mut summary = AppendSummary {
             offsets: 0,
+            batches: 0,
             max_timestamp: -1,
         };
         let mut pos = 0;
         while pos < batches.len() {
             let header = self.check_batch(batches, pos)?;
             summary.offsets += header.offset_count();
+            summary.batches += 1;
             summary.max_timestamp = summary.max_timestamp.max(header.max_timestamp);
             pos += header.size;
         }
@@ -288,12 +350,15 @@ impl Log {
         }
         let first_offset = st.log_end_offset;
         let last_offset = first_offset + summary.offsets - 1;
-        let (segment, creates_segment) =
-            self.segment_for_append(&mut st, batches.len(), last_offset)?;
+        let now_ms = self.clock.now_ms();
+        let (segment, rolled_from) =
+            self.segment_for_append(&mut st, batches.len(), last_offset, summary, now_ms)?;
+        let creates_segment = rolled_from.is_some();
         let position = segment.size.get();
         let mut buf = batches.to_vec();
-        self.patch_and_index(&mut buf, &segment, first_offset, position);
+        let index_write = self.patch_and_index(&mut buf, &segment, first_offset, position);
         segment.size.set(position + buf.len() as u64);
+        segment.last_modified_ms.set(now_ms);
         st.log_end_offset = last_offset + 1;
         if st.tail_cache.limit() > 0 {
             let cached = Bytes::copy_from_slice(&buf);
@@ -321,19 +386,29 @@ impl Log {
             creates_segment,
             position,
             buf,
+            index_write,
+            rolled_from,
             info,
         })
     }
 
-    /// The active segment, or a newly rolled one when this append would push
-    /// the active one past `segment_bytes` (or its relative offsets past
-    /// `i32`, as Kafka). A segment that is still empty takes any append.
+    /// The active segment, or a newly rolled one (Kafka's `shouldRoll`): when
+    /// this append would push the active one past `segment_bytes`, its
+    /// relative offsets past `i32`, its `.index`/`.timeindex` past
+    /// `segment_index_bytes`, or when its timestamp is `segment_ms` past the
+    /// active segment's first batch (`now_ms` past its creation when batches
+    /// carry no timestamps). A segment that is still empty takes any append.
+    /// On a roll, also returns the previous segment with its final time index
+    /// entry to write.
+    #[allow(clippy::type_complexity)]
     fn segment_for_append(
         &self,
         st: &mut LogState,
         len: usize,
         last_offset: i64,
-    ) -> Result<(Rc<LogSegment>, bool), LogError> {
+        summary: &AppendSummary,
+        now_ms: i64,
+    ) -> Result<(Rc<LogSegment>, Option<(Rc<LogSegment>, IndexWrite)>), LogError> {
         if len > i32::MAX as usize {
             return Err(LogError::AppendTooLarge { size: len });
         }
@@ -343,27 +418,57 @@ impl Log {
             .map(|(_, s)| s.clone())
             .ok_or_else(|| LogError::Failed(self.dir.clone()))?;
         let size = active.size.get();
-        let full = size + len as u64 > self.config.effective_segment_bytes();
-        let offsets_overflow = last_offset - active.base_offset > i32::MAX as i64;
-        if size == 0 || (!full && !offsets_overflow) {
+        if size == 0 || !self.should_roll(&active, len, last_offset, summary, now_ms) {
             // segment_bytes <= i32::MAX, so positions stay within u32.
-            return Ok((active, false));
+            return Ok((active, None));
         }
         let base = st.log_end_offset;
-        let rolled = Rc::new(LogSegment::rolling(base, &self.dir));
+        let rolled = Rc::new(LogSegment::rolling(base, &self.dir, now_ms));
         st.segments.insert(base, rolled.clone());
-        Ok((rolled, true))
+        let final_entry = IndexWrite {
+            offset: None,
+            time: active.final_time_index_entry(),
+        };
+        active.final_index_pending.set(true);
+        Ok((rolled, Some((active, final_entry))))
     }
 
-    /// Rewrites base offsets in the write buffer and feeds the segment index.
+    fn should_roll(
+        &self,
+        active: &LogSegment,
+        len: usize,
+        last_offset: i64,
+        summary: &AppendSummary,
+        now_ms: i64,
+    ) -> bool {
+        let full = active.size.get() + len as u64 > self.config.effective_segment_bytes();
+        let offsets_overflow = last_offset - active.base_offset > i32::MAX as i64;
+        let index_full = active.offset_index.borrow().len() + summary.batches
+            > self.config.max_offset_index_entries()
+            || active.time_index.borrow().len() + summary.batches
+                > self.config.max_time_index_entries();
+        let time_due = self.config.segment_ms > 0 && {
+            let waited = match active.rolling_based_timestamp.get() {
+                Some(t) if t >= 0 => summary.max_timestamp.saturating_sub(t),
+                _ => now_ms.saturating_sub(active.created_ms),
+            };
+            waited > self.config.segment_ms
+        };
+        full || offsets_overflow || index_full || time_due
+    }
+
+    /// Rewrites base offsets in the write buffer and feeds the segment's
+    /// indexes; returns the index file bytes to append.
     fn patch_and_index(
         &self,
         buf: &mut [u8],
         segment: &LogSegment,
         first_offset: i64,
         position: u64,
-    ) {
-        let mut index = segment.index.borrow_mut();
+    ) -> IndexWrite {
+        let mut index = segment.offset_index.borrow_mut();
+        let mut time = segment.time_index.borrow_mut();
+        let (index_from, time_from) = (index.len(), time.len());
         let mut offset = first_offset;
         let mut pos = 0usize;
         while pos < buf.len() {
@@ -375,14 +480,36 @@ impl Log {
             let last = offset + i64::from(header.last_offset_delta);
             let relative = (last - segment.base_offset) as u32;
             let at = (position + pos as u64) as u32;
-            index.on_batch(
+            if at == 0 {
+                segment
+                    .rolling_based_timestamp
+                    .set(Some(header.max_timestamp));
+            }
+            time.observe(header.max_timestamp, relative);
+            if index.on_batch(
                 relative,
                 at,
                 header.size as u64,
                 self.config.index_interval_bytes,
-            );
+            ) {
+                time.maybe_append();
+            }
             offset = last + 1;
             pos += header.size;
+        }
+        IndexWrite {
+            offset: (index.len() > index_from).then(|| {
+                (
+                    (index_from * OFFSET_ENTRY_BYTES) as u64,
+                    index.encode_from(index_from),
+                )
+            }),
+            time: (time.len() > time_from).then(|| {
+                (
+                    (time_from * TIME_ENTRY_BYTES) as u64,
+                    time.encode_from(time_from),
+                )
+            }),
         }
     }
 
@@ -551,7 +678,11 @@ impl Log {
     ) -> Result<Option<Bytes>, LogError> {
         let file = plan.segment.file().await?;
         let path = &plan.segment.path;
-        let Some(found) = self.locate(&file, path, plan, start, max_bytes).await? else {
+        let scan_extra = max_bytes.min(MAX_SPECULATIVE_READ_BYTES) as u64;
+        let found = self
+            .locate(&file, path, plan, scan_extra, |h| h.last_offset() >= start)
+            .await?;
+        let Some(found) = found else {
             return Ok(None);
         };
         let first = found.header;
@@ -577,20 +708,21 @@ impl Log {
         Ok(Some(data.slice(..end)))
     }
 
-    /// Scans batch headers from the index position to the batch holding
-    /// `start`; `None` if the segment's readable part has no batch at or
-    /// after `start`. The first read also covers `max_bytes` past the index
-    /// interval, so that it usually contains the data to return as well.
+    /// Scans batch headers from the index position to the first batch that
+    /// satisfies `wanted` (for reads: the batch holding the start offset);
+    /// `None` if the segment's readable part has none. The first read also
+    /// covers `scan_extra` bytes past the index interval, so that it usually
+    /// contains the data to return as well.
     async fn locate(
         &self,
         file: &glommio::io::BufferedFile,
         path: &Path,
         plan: &ReadPlan,
-        start: i64,
-        max_bytes: usize,
+        scan_extra: u64,
+        wanted: impl Fn(&BatchHeader) -> bool,
     ) -> Result<Option<Located>, LogError> {
         let scan_len = MIN_SCAN_READ_BYTES.max(2 * u64::from(self.config.index_interval_bytes));
-        let mut chunk_len = scan_len + max_bytes.min(MAX_SPECULATIVE_READ_BYTES) as u64;
+        let mut chunk_len = scan_len + scan_extra;
         let mut pos = plan.scan_from;
         while pos < plan.readable_size {
             let len = chunk_len.min(plan.readable_size - pos) as usize;
@@ -602,7 +734,7 @@ impl Log {
                     position: pos + off as u64,
                     reason: e.to_string(),
                 })?;
-                if header.last_offset() >= start {
+                if wanted(&header) {
                     return Ok(Some(Located {
                         position: pos + off as u64,
                         header,
@@ -645,26 +777,236 @@ impl Log {
     }
 
     // ------------------------------------------------------------------
-    // Flush, close, delete
+    // Timestamp lookups
+    // ------------------------------------------------------------------
+
+    /// Kafka's `fetchOffsetByTimestamp` for a real timestamp, at batch
+    /// granularity: the first readable batch (at or after the log start)
+    /// whose max timestamp is at least `timestamp`, as (its base offset, but
+    /// not below the log start offset; its max timestamp). Goes through the
+    /// segments' largest timestamps, then the time index, the offset index
+    /// and a short scan of the `.log`.
+    pub async fn offset_for_timestamp(
+        &self,
+        timestamp: i64,
+    ) -> Result<Option<(i64, i64)>, LogError> {
+        let (log_start, plans) = {
+            let st = self.state.borrow();
+            let plans: Vec<ReadPlan> = self
+                .segments_from_log_start(&st)
+                .into_iter()
+                .filter(|s| s.time_index.borrow().max_timestamp >= timestamp)
+                .map(|s| {
+                    let from = s.base_offset + i64::from(s.time_index.borrow().lookup(timestamp));
+                    self.plan_in(&st, &s, from.max(st.log_start_offset))
+                })
+                .collect();
+            (st.log_start_offset, plans)
+        };
+        for plan in plans {
+            let file = plan.segment.file().await?;
+            let found = self
+                .locate(&file, &plan.segment.path, &plan, 0, |h| {
+                    h.max_timestamp >= timestamp && h.last_offset() >= log_start
+                })
+                .await?;
+            if let Some(found) = found {
+                let h = found.header;
+                return Ok(Some((h.base_offset.max(log_start), h.max_timestamp)));
+            }
+        }
+        Ok(None)
+    }
+
+    /// Kafka's `MAX_TIMESTAMP` lookup, at batch granularity: the largest
+    /// timestamp in the log and the base offset (not below the log start) of
+    /// the first readable batch holding it; `None` if no batch has a
+    /// timestamp.
+    pub async fn max_timestamp_offset(&self) -> Result<Option<(i64, i64)>, LogError> {
+        let (log_start, timestamp, last_offset, plan) = {
+            let st = self.state.borrow();
+            let mut best: Option<Rc<LogSegment>> = None;
+            for s in self.segments_from_log_start(&st) {
+                let max = s.time_index.borrow().max_timestamp;
+                let better = match &best {
+                    None => true,
+                    Some(b) => max > b.time_index.borrow().max_timestamp,
+                };
+                if better {
+                    best = Some(s);
+                }
+            }
+            let Some(seg) = best else { return Ok(None) };
+            let (timestamp, relative) = {
+                let t = seg.time_index.borrow();
+                (t.max_timestamp, t.offset_of_max_timestamp)
+            };
+            if timestamp < 0 {
+                return Ok(None);
+            }
+            let last_offset = seg.base_offset + i64::from(relative);
+            let plan = self.plan_in(&st, &seg, last_offset);
+            (st.log_start_offset, timestamp, last_offset, plan)
+        };
+        let file = plan.segment.file().await?;
+        let found = self
+            .locate(&file, &plan.segment.path, &plan, 0, |h| {
+                h.last_offset() >= last_offset
+            })
+            .await?;
+        Ok(found.map(|f| (f.header.base_offset.max(log_start), timestamp)))
+    }
+
+    /// The segments holding offsets from the log start on, oldest first.
+    fn segments_from_log_start(&self, st: &LogState) -> Vec<Rc<LogSegment>> {
+        let from = st
+            .segments
+            .range(..=st.log_start_offset)
+            .next_back()
+            .map_or(st.log_start_offset, |(&b, _)| b);
+        st.segments.range(from..).map(|(_, s)| s.clone()).collect()
+    }
+
+    /// Read plan within `segment` from the index position for `offset`.
+    fn plan_in(&self, st: &LogState, segment: &Rc<LogSegment>, offset: i64) -> ReadPlan {
+        ReadPlan {
+            scan_from: segment.index_lookup(offset),
+            readable_size: readable_size(st, segment),
+            segment: segment.clone(),
+            next_segment_base: None,
+        }
+    }
+
+    // ------------------------------------------------------------------
+    // Retention
+    // ------------------------------------------------------------------
+
+    /// One round of retention, for the shard's background timer: deletes at
+    /// most `max_segments` whole closed segments from the front — those past
+    /// `retention_ms` (largest timestamp older than `now_ms - retention_ms`),
+    /// those `retention_bytes` allows dropping, and those wholly below the
+    /// log start offset — oldest first, never the active segment nor one
+    /// with writes in flight. Moves the log start offset to the first
+    /// remaining segment (checkpointed). Returns the number deleted.
+    pub async fn run_retention(&self, now_ms: i64, max_segments: usize) -> Result<usize, LogError> {
+        let doomed = {
+            let mut st = self.state.borrow_mut();
+            if st.status != Status::Open {
+                return Ok(0);
+            }
+            let candidates = retention_candidates(&st);
+            let total: u64 = st.segments.values().map(|s| s.size.get()).sum();
+            let n = deletable_segments(
+                &candidates,
+                total,
+                st.log_start_offset,
+                &self.config,
+                now_ms,
+            )
+            .min(max_segments);
+            remove_front_segments(&mut st, n)
+        };
+        let n = doomed.len();
+        self.finish_deletion(doomed, "retention").await?;
+        Ok(n)
+    }
+
+    /// Kafka's DeleteRecords: moves the log start offset up to `offset`
+    /// (reads below it get `OffsetOutOfRange`), checkpoints it, and deletes
+    /// the closed segments wholly below it. `offset` may not pass the
+    /// readable end. Returns the log start offset (Kafka's low watermark).
+    pub async fn delete_records_before(&self, offset: i64) -> Result<i64, LogError> {
+        let (doomed, log_start) = {
+            let mut st = self.state.borrow_mut();
+            if st.status != Status::Open {
+                return Err(self.error_for(st.status));
+            }
+            if offset < 0 || offset > st.readable_end.offset {
+                return Err(LogError::OffsetOutOfRange {
+                    offset,
+                    log_start_offset: st.log_start_offset,
+                    log_end_offset: st.log_end_offset,
+                });
+            }
+            st.log_start_offset = st.log_start_offset.max(offset);
+            let n = retention_candidates(&st)
+                .iter()
+                .take_while(|c| c.next_base <= st.log_start_offset)
+                .count();
+            let doomed = remove_front_segments(&mut st, n);
+            (doomed, st.log_start_offset)
+        };
+        self.finish_deletion(doomed, "delete records").await?;
+        Ok(log_start)
+    }
+
+    /// Checkpoints the log start offset, then unlinks the removed segments'
+    /// files (a crash in between leaves segments below the log start, which
+    /// the next retention round deletes).
+    async fn finish_deletion(
+        &self,
+        doomed: Vec<Rc<LogSegment>>,
+        reason: &str,
+    ) -> Result<(), LogError> {
+        self.checkpoint_log_start_offset().await?;
+        if doomed.is_empty() {
+            return Ok(());
+        }
+        let bytes: u64 = doomed.iter().map(|s| s.size.get()).sum();
+        for seg in &doomed {
+            seg.set_index_files(None);
+            delete_segment_files(&self.dir, seg.base_offset).await?;
+        }
+        info!(dir = %self.dir.display(), segments = doomed.len(), bytes, reason,
+            log_start_offset = self.log_start_offset(), "deleted log segments");
+        Ok(())
+    }
+
+    // ------------------------------------------------------------------
+    // Flush, checkpoints, close, delete
     // ------------------------------------------------------------------
 
     /// fdatasyncs everything appended before this call (waiting for those
-    /// writes to complete first) and advances the recovery point.
+    /// writes to complete first), with the segments' index files, advances
+    /// the recovery point and checkpoints it.
     pub async fn flush(&self) -> Result<(), LogError> {
-        let target = self.log_end_offset();
+        self.flush_to(self.log_end_offset()).await
+    }
+
+    /// Flushes the offsets below `target` (Kafka's `flushUptoOffsetExclusive`).
+    async fn flush_to(&self, target: i64) -> Result<(), LogError> {
         self.wait_readable(target - 1).await;
         if self.readable_end_offset() < target {
             return Err(self.stopped_error());
         }
         let recovery_point = self.recovery_point();
         let segments = self.segments_to_flush(target);
+        // A closed segment's final time index entry is written by the
+        // append that rolled past it: wait for that append too.
+        let successors: Vec<Option<i64>> = segments.iter().map(|s| self.next_base(s)).collect();
+        let pending = segments
+            .iter()
+            .zip(&successors)
+            .filter(|(s, _)| s.final_index_pending.get())
+            .filter_map(|(_, next)| *next)
+            .max();
+        if let Some(last) = pending {
+            self.wait_readable(last).await;
+            if self.readable_end_offset() <= last {
+                return Err(self.stopped_error());
+            }
+        }
         for segment in &segments {
             let file = segment.file().await?;
-            if let Err(e) = file.fdatasync().await {
+            let synced = match file.fdatasync().await {
+                Ok(()) => segment.sync_index_files().await,
+                Err(e) => Err(LogError::io(&segment.path, e)),
+            };
+            if let Err(e) = synced {
                 // After a failed fsync the page cache state is unknown
                 // (fsyncgate): stop taking appends rather than guess.
                 self.fail();
-                return Err(LogError::io(&segment.path, e));
+                return Err(e);
             }
         }
         // A segment rolled since the last flush also needs its directory
@@ -672,24 +1014,112 @@ impl Log {
         if segments.iter().any(|s| s.base_offset > recovery_point) {
             sync_dir(&self.dir).await?;
         }
-        let mut st = self.state.borrow_mut();
-        st.recovery_point = st.recovery_point.max(target);
-        Ok(())
+        // A segment that was rolled while we synced may miss its final time
+        // index entry on disk: keep it at or after the recovery point.
+        let new_recovery_point = segments
+            .iter()
+            .zip(&successors)
+            .find(|(s, before)| before.is_none() && self.next_base(s).is_some())
+            .map_or(target, |(s, _)| s.base_offset.min(target));
+        {
+            let mut st = self.state.borrow_mut();
+            st.recovery_point = st.recovery_point.max(new_recovery_point);
+        }
+        self.checkpoint_recovery_point().await
+    }
+
+    /// Base offset of the segment after `segment`, if it is not the last.
+    fn next_base(&self, segment: &LogSegment) -> Option<i64> {
+        self.state
+            .borrow()
+            .segments
+            .range(segment.base_offset + 1..)
+            .next()
+            .map(|(&b, _)| b)
     }
 
     /// Segments holding offsets in `[recovery_point, target)`.
     fn segments_to_flush(&self, target: i64) -> Vec<Rc<LogSegment>> {
         let st = self.state.borrow();
-        let from = st
+        let Some(from) = st
             .segments
             .range(..=st.recovery_point)
             .next_back()
-            .map_or(st.log_start_offset, |(&b, _)| b);
+            .or_else(|| st.segments.first_key_value())
+            .map(|(&b, _)| b)
+        else {
+            return Vec::new();
+        };
         st.segments
             .range(from..)
             .take_while(|(&b, _)| b < target || b == from)
             .map(|(_, s)| s.clone())
             .collect()
+    }
+
+    /// After a roll (Kafka schedules the same): flushes the previous
+    /// segments, moving the recovery point to the new segment's base, and
+    /// releases the previous segment's index file handles.
+    async fn flush_rolled(&self, previous: Rc<LogSegment>, new_base: i64) {
+        if self.state.borrow().status != Status::Open {
+            return; // close() flushes everything itself
+        }
+        match self.flush_to(new_base).await {
+            Ok(()) => previous.set_index_files(None),
+            Err(e) if self.stopped() => {
+                tracing::debug!(dir = %self.dir.display(), error = %e, "roll flush skipped")
+            }
+            Err(e) => warn!(dir = %self.dir.display(), error = %e, "flush after roll failed"),
+        }
+    }
+
+    /// Writes the `recovery-point` checkpoint if it changed.
+    async fn checkpoint_recovery_point(&self) -> Result<(), LogError> {
+        let _permit = self.checkpoint_permit().await?;
+        if self.state.borrow().status == Status::Deleted {
+            return Ok(());
+        }
+        let value = self.recovery_point();
+        if self.checkpointed_recovery_point.get() == Some(value) {
+            return Ok(());
+        }
+        write_checkpoint(
+            &self.dir,
+            RECOVERY_POINT_FILE,
+            self.checkpoint_writer,
+            value,
+        )
+        .await?;
+        self.checkpointed_recovery_point.set(Some(value));
+        Ok(())
+    }
+
+    /// Writes the `log-start-offset` checkpoint if it changed.
+    async fn checkpoint_log_start_offset(&self) -> Result<(), LogError> {
+        let _permit = self.checkpoint_permit().await?;
+        if self.state.borrow().status == Status::Deleted {
+            return Ok(());
+        }
+        let value = self.log_start_offset();
+        if self.checkpointed_log_start_offset.get() == Some(value) {
+            return Ok(());
+        }
+        write_checkpoint(
+            &self.dir,
+            LOG_START_OFFSET_FILE,
+            self.checkpoint_writer,
+            value,
+        )
+        .await?;
+        self.checkpointed_log_start_offset.set(Some(value));
+        Ok(())
+    }
+
+    async fn checkpoint_permit(&self) -> Result<glommio::sync::Permit<'_>, LogError> {
+        self.checkpoint_lock
+            .acquire_permit(1)
+            .await
+            .map_err(|e| LogError::io(&self.dir, std::io::Error::other(e.to_string())))
     }
 
     /// Kafka's `flush.messages` and `flush.ms`.
@@ -731,8 +1161,9 @@ impl Log {
         .detach();
     }
 
-    /// Flushes, refuses further appends and writes the clean shutdown marker
-    /// so that the next open skips CRC checks.
+    /// Flushes, refuses further appends, completes the active segment's time
+    /// index and writes the clean shutdown marker, so that the next open
+    /// loads the index files instead of scanning.
     pub async fn close(&self) -> Result<(), LogError> {
         {
             let mut st = self.state.borrow_mut();
@@ -743,6 +1174,22 @@ impl Log {
             }
         }
         self.flush().await?;
+        let active = self
+            .state
+            .borrow()
+            .segments
+            .last_key_value()
+            .map(|(_, s)| s.clone());
+        if let Some(active) = active {
+            let write = IndexWrite {
+                offset: None,
+                time: active.final_time_index_entry(),
+            };
+            if !write.is_empty() {
+                active.write_index(write).await?;
+                active.sync_index_files().await?;
+            }
+        }
         let end = self.log_end_offset();
         write_clean_shutdown_marker(&self.dir, end).await?;
         self.set_stopped(Status::Closed);
@@ -754,6 +1201,8 @@ impl Log {
     pub async fn delete(&self) -> Result<(), LogError> {
         self.set_stopped(Status::Deleted);
         self.state.borrow_mut().tail_cache.clear();
+        // No checkpoint write may recreate files while the tree goes away.
+        let _permit = self.checkpoint_permit().await?;
         let dir = self.dir.clone();
         // Removing a directory tree is metadata work, not file I/O; glommio
         // has no rmdir, so it runs on glommio's blocking pool.
@@ -787,6 +1236,43 @@ fn readable_size(st: &LogState, segment: &LogSegment) -> u64 {
     }
 }
 
+/// Closed segments retention may delete: fully written (before the segment
+/// of the readable end, so never the active one), oldest first.
+fn retention_candidates(st: &LogState) -> Vec<RetentionCandidate> {
+    let limit = st.readable_end.segment_base;
+    let bases: Vec<i64> = st.segments.keys().copied().collect();
+    bases
+        .windows(2)
+        .take_while(|w| w[0] < limit)
+        .map(|w| {
+            let s = &st.segments[&w[0]];
+            RetentionCandidate {
+                size: s.size.get(),
+                largest_timestamp: s.largest_timestamp(),
+                next_base: w[1],
+            }
+        })
+        .collect()
+}
+
+/// Removes the first `n` segments from the map and moves the log start
+/// offset to the first remaining one.
+fn remove_front_segments(st: &mut LogState, n: usize) -> Vec<Rc<LogSegment>> {
+    let mut doomed = Vec::with_capacity(n);
+    for _ in 0..n {
+        if st.segments.len() <= 1 {
+            break;
+        }
+        if let Some((_, s)) = st.segments.pop_first() {
+            doomed.push(s);
+        }
+    }
+    if let Some((&first, _)) = st.segments.first_key_value() {
+        st.log_start_offset = st.log_start_offset.max(first);
+    }
+    doomed
+}
+
 /// The batch a read starts with, and the scan read it was found in.
 struct Located {
     position: u64,
@@ -810,23 +1296,48 @@ fn invalid(position: usize, reason: &str) -> LogError {
     }
 }
 
-/// The write task of one append: creates the rolled segment file if this
-/// append rolled it, writes the bytes, reports the outcome to the log.
+/// The write task of one append: creates the rolled segment's files if this
+/// append rolled it (and writes the previous segment's final time index
+/// entry), writes the bytes and index entries, reports the outcome to the
+/// log; after a roll, starts the flush of the previous segment.
 async fn write_reserved(log: Rc<Log>, r: Reservation) -> Result<(), LogError> {
+    let Reservation {
+        seq,
+        segment,
+        creates_segment,
+        position,
+        buf,
+        index_write,
+        rolled_from,
+        info,
+    } = r;
+    let previous = rolled_from.as_ref().map(|(p, _)| p.clone());
     let result = async {
-        if r.creates_segment {
-            r.segment.create_file().await?;
+        if creates_segment {
+            segment.create_file().await?;
         }
-        let file = r.segment.file().await?;
-        write_all(&file, &r.segment.path, r.buf, r.position).await
+        if let Some((previous, final_entry)) = rolled_from {
+            previous.write_index(final_entry).await?;
+            previous.final_index_pending.set(false);
+        }
+        let file = segment.file().await?;
+        write_all(&file, &segment.path, buf, position).await?;
+        segment.write_index(index_write).await
     }
     .await;
     match &result {
-        Ok(()) => log.complete_write(r.seq),
+        Ok(()) => {
+            log.complete_write(seq);
+            if let Some(previous) = previous {
+                let (log, base) = (log.clone(), segment.base_offset);
+                glommio::spawn_local(async move { log.flush_rolled(previous, base).await })
+                    .detach();
+            }
+        }
         Err(e) => {
             // The reservation stays incomplete forever, so the readable end
             // never passes the hole; failing the log stops further appends.
-            error!(dir = %log.dir.display(), offset = r.info.first_offset, error = %e, "append write failed");
+            error!(dir = %log.dir.display(), offset = info.first_offset, error = %e, "append write failed");
             log.fail();
         }
     }

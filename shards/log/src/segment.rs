@@ -9,16 +9,32 @@ use std::task::{Poll, Waker};
 use glommio::io::{BufferedFile, OpenOptions};
 
 use crate::error::LogError;
-use crate::index::OffsetIndex;
+use crate::file_io::write_all;
+use crate::index::{OffsetIndex, TimeIndex, TIME_ENTRY_BYTES};
 
 /// Kafka's segment file name: the base offset as 20 zero-padded digits.
 pub(crate) fn segment_file_name(base_offset: i64) -> String {
     format!("{base_offset:020}.log")
 }
 
+/// `<base>.index`: the offset index of a segment.
+pub(crate) fn offset_index_file_name(base_offset: i64) -> String {
+    format!("{base_offset:020}.index")
+}
+
+/// `<base>.timeindex`: the time index of a segment.
+pub(crate) fn time_index_file_name(base_offset: i64) -> String {
+    format!("{base_offset:020}.timeindex")
+}
+
 /// Parses a segment file name back into its base offset.
 pub(crate) fn parse_segment_file_name(name: &str) -> Option<i64> {
-    let digits = name.strip_suffix(".log")?;
+    parse_file_name(name, ".log")
+}
+
+/// Parses `<20 digits><suffix>` back into the base offset.
+pub(crate) fn parse_file_name(name: &str, suffix: &str) -> Option<i64> {
+    let digits = name.strip_suffix(suffix)?;
     if digits.len() != 20 || !digits.bytes().all(|b| b.is_ascii_digit()) {
         return None;
     }
@@ -34,43 +50,110 @@ enum FileSlot {
     Failed,
 }
 
-/// A segment: `<base offset>.log` holding whole v2 batches back to back.
+/// Open handles of a segment's `.index` and `.timeindex` (kept for segments
+/// that are appended to: the active one and those rolled in this process).
+pub(crate) struct IndexFiles {
+    pub offset: BufferedFile,
+    pub time: BufferedFile,
+}
+
+/// Index file bytes one append adds: (position in the file, entries).
+#[derive(Default)]
+pub(crate) struct IndexWrite {
+    pub offset: Option<(u64, Vec<u8>)>,
+    pub time: Option<(u64, Vec<u8>)>,
+}
+
+impl IndexWrite {
+    pub fn is_empty(&self) -> bool {
+        self.offset.is_none() && self.time.is_none()
+    }
+}
+
+/// A segment (Kafka's `LogSegment`): `<base offset>.log` holding whole v2
+/// batches back to back, with its offset and time indexes.
 pub(crate) struct LogSegment {
     pub base_offset: i64,
+    /// Path of the `.log` file.
     pub path: PathBuf,
     file: RefCell<FileSlot>,
+    index_files: RefCell<Option<Rc<IndexFiles>>>,
     /// Bytes reserved in the file, including appends still being written.
     pub size: Cell<u64>,
-    pub index: RefCell<OffsetIndex>,
+    pub offset_index: RefCell<OffsetIndex>,
+    pub time_index: RefCell<TimeIndex>,
+    /// Max timestamp of the first batch (Kafka's `rollingBasedTimestamp`),
+    /// `None` while the segment is empty.
+    pub rolling_based_timestamp: Cell<Option<i64>>,
+    /// When this process created or loaded the segment (time roll without
+    /// timestamps).
+    pub created_ms: i64,
+    /// Last append (or load) time, standing in for Kafka's file mtime when
+    /// the segment holds no timestamps (time retention).
+    pub last_modified_ms: Cell<i64>,
+    /// Rolled in this process, and the append that rolled past it has not
+    /// yet written its final time index entry.
+    pub final_index_pending: Cell<bool>,
 }
 
 impl LogSegment {
-    pub fn with_file(base_offset: i64, path: PathBuf, file: BufferedFile, size: u64) -> Self {
+    /// A loaded segment.
+    pub fn loaded(base_offset: i64, path: PathBuf, file: BufferedFile, now_ms: i64) -> Self {
         Self {
             base_offset,
             path,
             file: RefCell::new(FileSlot::Ready(Rc::new(file))),
-            size: Cell::new(size),
-            index: RefCell::new(OffsetIndex::default()),
+            index_files: RefCell::new(None),
+            size: Cell::new(0),
+            offset_index: RefCell::default(),
+            time_index: RefCell::default(),
+            rolling_based_timestamp: Cell::new(None),
+            created_ms: now_ms,
+            last_modified_ms: Cell::new(now_ms),
+            final_index_pending: Cell::new(false),
         }
     }
 
     /// A freshly rolled segment whose file `create_file` will provide.
-    pub fn rolling(base_offset: i64, dir: &Path) -> Self {
+    pub fn rolling(base_offset: i64, dir: &Path, now_ms: i64) -> Self {
         Self {
             base_offset,
             path: dir.join(segment_file_name(base_offset)),
             file: RefCell::new(FileSlot::Opening(Vec::new())),
+            index_files: RefCell::new(None),
             size: Cell::new(0),
-            index: RefCell::new(OffsetIndex::default()),
+            offset_index: RefCell::default(),
+            time_index: RefCell::default(),
+            rolling_based_timestamp: Cell::new(None),
+            created_ms: now_ms,
+            last_modified_ms: Cell::new(now_ms),
+            final_index_pending: Cell::new(false),
         }
     }
 
-    /// Creates the file of a rolled segment (truncating any stale leftover)
-    /// and hands it to the appends waiting for it.
+    pub fn offset_index_path(&self) -> PathBuf {
+        self.path.with_extension("index")
+    }
+
+    pub fn time_index_path(&self) -> PathBuf {
+        self.path.with_extension("timeindex")
+    }
+
+    /// Creates the files of a rolled segment (truncating any stale leftover)
+    /// and hands them to the appends waiting for them.
     pub async fn create_file(&self) -> Result<(), LogError> {
-        let (slot, result) = match open_rw(&self.path, true).await {
-            Ok(f) => (FileSlot::Ready(Rc::new(f)), Ok(())),
+        let created = async {
+            let log = open_rw(&self.path, true).await?;
+            let index =
+                create_index_files(&self.offset_index_path(), &self.time_index_path()).await?;
+            Ok::<_, LogError>((log, index))
+        }
+        .await;
+        let (slot, result) = match created {
+            Ok((f, index)) => {
+                self.set_index_files(Some(index));
+                (FileSlot::Ready(Rc::new(f)), Ok(()))
+            }
             Err(e) => (FileSlot::Failed, Err(e)),
         };
         if let FileSlot::Opening(wakers) = self.file.replace(slot) {
@@ -97,13 +180,111 @@ impl LogSegment {
         .await
     }
 
+    pub fn set_index_files(&self, files: Option<IndexFiles>) {
+        *self.index_files.borrow_mut() = files.map(Rc::new);
+    }
+
+    /// Open index file handles, if this segment keeps them.
+    pub fn open_index_files(&self) -> Option<Rc<IndexFiles>> {
+        self.index_files.borrow().clone()
+    }
+
+    /// Index file handles, opening the existing files if not yet open.
+    pub async fn index_files(&self) -> Result<Rc<IndexFiles>, LogError> {
+        if let Some(f) = self.open_index_files() {
+            return Ok(f);
+        }
+        let offset = open_index_file(&self.offset_index_path(), false).await?;
+        let time = open_index_file(&self.time_index_path(), false).await?;
+        let files = Rc::new(IndexFiles { offset, time });
+        // A concurrent opener may have won meanwhile: keep one.
+        let mut slot = self.index_files.borrow_mut();
+        Ok(slot.get_or_insert(files).clone())
+    }
+
+    /// Writes one append's index entries (after the segment file exists).
+    pub async fn write_index(&self, write: IndexWrite) -> Result<(), LogError> {
+        if write.is_empty() {
+            return Ok(());
+        }
+        let files = self.index_files().await?;
+        if let Some((pos, bytes)) = write.offset {
+            write_all(&files.offset, &self.offset_index_path(), bytes, pos).await?;
+        }
+        if let Some((pos, bytes)) = write.time {
+            write_all(&files.time, &self.time_index_path(), bytes, pos).await?;
+        }
+        Ok(())
+    }
+
+    /// fdatasyncs the index files if this segment has them open.
+    pub async fn sync_index_files(&self) -> Result<(), LogError> {
+        if let Some(files) = self.open_index_files() {
+            files
+                .offset
+                .fdatasync()
+                .await
+                .map_err(|e| LogError::io(self.offset_index_path(), e))?;
+            files
+                .time
+                .fdatasync()
+                .await
+                .map_err(|e| LogError::io(self.time_index_path(), e))?;
+        }
+        Ok(())
+    }
+
     /// Position from which a forward scan finds the batch holding `offset`.
     pub fn index_lookup(&self, offset: i64) -> u64 {
-        let relative = offset
-            .saturating_sub(self.base_offset)
-            .clamp(0, u32::MAX as i64) as u32;
-        u64::from(self.index.borrow().lookup(relative))
+        u64::from(self.offset_index.borrow().lookup(self.relative(offset)))
     }
+
+    /// `offset - base_offset`, clamped into `u32`.
+    pub fn relative(&self, offset: i64) -> u32 {
+        offset
+            .saturating_sub(self.base_offset)
+            .clamp(0, u32::MAX as i64) as u32
+    }
+
+    /// Largest timestamp in the segment (Kafka's `largestTimestamp`): the
+    /// batches' max, or the last modification time if none has one.
+    pub fn largest_timestamp(&self) -> i64 {
+        let max = self.time_index.borrow().max_timestamp;
+        if max >= 0 {
+            max
+        } else {
+            self.last_modified_ms.get()
+        }
+    }
+
+    /// Appends the final time index entry (the segment's largest timestamp)
+    /// when it stops being active; returns the bytes to write, if any.
+    pub fn final_time_index_entry(&self) -> Option<(u64, Vec<u8>)> {
+        let mut time = self.time_index.borrow_mut();
+        let from = time.len();
+        time.maybe_append()
+            .then(|| ((from * TIME_ENTRY_BYTES) as u64, time.encode_from(from)))
+    }
+}
+
+/// Opens (optionally creating and truncating) an index file.
+pub(crate) async fn open_index_file(path: &Path, create: bool) -> Result<BufferedFile, LogError> {
+    OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(create)
+        .buffered_open(path)
+        .await
+        .map_err(|e| LogError::io(path, e))
+}
+
+/// Creates empty `.index` and `.timeindex` files.
+pub(crate) async fn create_index_files(offset: &Path, time: &Path) -> Result<IndexFiles, LogError> {
+    Ok(IndexFiles {
+        offset: open_index_file(offset, true).await?,
+        time: open_index_file(time, true).await?,
+    })
 }
 
 /// Opens a segment file for reading and writing through io_uring.

@@ -11,6 +11,8 @@ use crate::batch::testing::make_batch;
 use crate::batch::{check_crc, parse_header, HeaderWalker};
 use crate::{Log, LogConfig, LogError};
 
+mod segments;
+
 /// Runs `f` on a fresh single-threaded glommio executor.
 fn run<F, Fut>(f: F)
 where

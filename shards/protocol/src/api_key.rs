@@ -1,7 +1,8 @@
 //! Kafka API keys, flexible-version boundaries and the ranges Sluice implements.
 
 use crate::messages::{
-    api_versions, create_topics, delete_topics, describe_cluster, fetch, list_offsets, metadata,
+    alter_configs, api_versions, create_topics, delete_records, delete_topics, describe_cluster,
+    describe_configs, fetch, incremental_alter_configs, init_producer_id, list_offsets, metadata,
     produce,
 };
 
@@ -192,6 +193,31 @@ pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
         describe_cluster::MIN_VERSION,
         describe_cluster::MAX_VERSION,
     ),
+    (
+        ApiKey::DescribeConfigs,
+        describe_configs::MIN_VERSION,
+        describe_configs::MAX_VERSION,
+    ),
+    (
+        ApiKey::AlterConfigs,
+        alter_configs::MIN_VERSION,
+        alter_configs::MAX_VERSION,
+    ),
+    (
+        ApiKey::IncrementalAlterConfigs,
+        incremental_alter_configs::MIN_VERSION,
+        incremental_alter_configs::MAX_VERSION,
+    ),
+    (
+        ApiKey::DeleteRecords,
+        delete_records::MIN_VERSION,
+        delete_records::MAX_VERSION,
+    ),
+    (
+        ApiKey::InitProducerId,
+        init_producer_id::MIN_VERSION,
+        init_producer_id::MAX_VERSION,
+    ),
 ];
 
 /// The first flexible version of an implemented API, `None` for others.
@@ -205,6 +231,11 @@ pub fn flexible_min_version(api_key: i16) -> Option<i16> {
         ApiKey::CreateTopics => Some(create_topics::FLEXIBLE_MIN_VERSION),
         ApiKey::DeleteTopics => Some(delete_topics::FLEXIBLE_MIN_VERSION),
         ApiKey::DescribeCluster => Some(describe_cluster::FLEXIBLE_MIN_VERSION),
+        ApiKey::DescribeConfigs => Some(describe_configs::FLEXIBLE_MIN_VERSION),
+        ApiKey::AlterConfigs => Some(alter_configs::FLEXIBLE_MIN_VERSION),
+        ApiKey::IncrementalAlterConfigs => Some(incremental_alter_configs::FLEXIBLE_MIN_VERSION),
+        ApiKey::DeleteRecords => Some(delete_records::FLEXIBLE_MIN_VERSION),
+        ApiKey::InitProducerId => Some(init_producer_id::FLEXIBLE_MIN_VERSION),
         _ => None,
     }
 }

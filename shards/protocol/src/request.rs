@@ -9,11 +9,18 @@ use crate::api_key::ApiKey;
 use crate::codec::{Decoder, Encoder};
 use crate::error::{ProtocolError, Result};
 use crate::header::{response_header_version, RequestHeader, ResponseHeader};
+use crate::messages::alter_configs::{AlterConfigsRequest, AlterConfigsResponse};
 use crate::messages::api_versions::{self, ApiVersionsRequest, ApiVersionsResponse};
 use crate::messages::create_topics::{CreateTopicsRequest, CreateTopicsResponse};
+use crate::messages::delete_records::{DeleteRecordsRequest, DeleteRecordsResponse};
 use crate::messages::delete_topics::{DeleteTopicsRequest, DeleteTopicsResponse};
 use crate::messages::describe_cluster::{DescribeClusterRequest, DescribeClusterResponse};
+use crate::messages::describe_configs::{DescribeConfigsRequest, DescribeConfigsResponse};
 use crate::messages::fetch::{FetchRequest, FetchResponse};
+use crate::messages::incremental_alter_configs::{
+    IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse,
+};
+use crate::messages::init_producer_id::{InitProducerIdRequest, InitProducerIdResponse};
 use crate::messages::list_offsets::{ListOffsetsRequest, ListOffsetsResponse};
 use crate::messages::metadata::{MetadataRequest, MetadataResponse};
 use crate::messages::produce::{ProduceRequest, ProduceResponse};
@@ -105,6 +112,11 @@ bodies! {
     CreateTopics(CreateTopicsRequest, CreateTopicsResponse),
     DeleteTopics(DeleteTopicsRequest, DeleteTopicsResponse),
     DescribeCluster(DescribeClusterRequest, DescribeClusterResponse),
+    DescribeConfigs(DescribeConfigsRequest, DescribeConfigsResponse),
+    AlterConfigs(AlterConfigsRequest, AlterConfigsResponse),
+    IncrementalAlterConfigs(IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse),
+    DeleteRecords(DeleteRecordsRequest, DeleteRecordsResponse),
+    InitProducerId(InitProducerIdRequest, InitProducerIdResponse),
 }
 
 /// A request frame that could not be decoded. `header` is kept whenever it was

@@ -41,7 +41,7 @@ fn requests_round_trip_every_version() {
         assert_eq!((h2, b2), (header, body), "{key:?} v{v} frame");
         n += 1;
     }
-    assert_eq!(n, 5 + 13 + 9 + 14 + 9 + 6 + 6 + 2);
+    assert_eq!(n, 5 + 13 + 9 + 14 + 9 + 6 + 6 + 2 + 6 + 4 + 3 + 2 + 3);
 }
 
 #[test]

@@ -1,5 +1,7 @@
 use sluice_log::LogError;
 
+use crate::producer_state::ProducerStateError;
+
 /// Why a partition operation failed.
 #[derive(Debug, thiserror::Error)]
 pub enum ReplicaError {
@@ -19,4 +21,11 @@ pub enum ReplicaError {
     /// The log failed (disk error); the partition is unusable until restart.
     #[error("storage error: {0}")]
     Storage(#[from] LogError),
+    /// An idempotent producer's batch was refused (stale epoch, sequence gap, bad sequence).
+    #[error(transparent)]
+    Producer(#[from] ProducerStateError),
+    /// A retried batch matched a first attempt that was still being written, and that write
+    /// failed (the log stopped): the retry is not acknowledged.
+    #[error("the first attempt of this retried batch failed")]
+    DuplicateOfFailedAppend,
 }

@@ -7,12 +7,19 @@
 
 mod error;
 mod partition;
+pub mod producer_state;
 mod replica_manager;
+mod snapshot;
+mod topic_config;
 
 pub use error::ReplicaError;
 pub use partition::{FetchPartitionData, OffsetAndTimestamp, Partition};
+pub use producer_state::{
+    ProducerStateEntry, ProducerStateError, ProducerStateManager, DEFAULT_PRODUCER_ID_EXPIRATION_MS,
+};
 pub use replica_manager::ReplicaManager;
 pub use sluice_log::{LogAppendInfo, LogConfig};
+pub use topic_config::log_config_with_overrides;
 
 use sluice_protocol::codec::Uuid;
 

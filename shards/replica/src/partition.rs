@@ -1,14 +1,24 @@
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
+use std::path::PathBuf;
 use std::rc::Rc;
+use std::time::{SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
 use sluice_log::{Log, LogAppendInfo, LogError};
-use sluice_protocol::record_batch::{read_records, RecordBatchHeader, RecordBatches};
+use sluice_protocol::record_batch::{parse_header, read_records, RecordBatchHeader, RecordBatches};
+use tracing::{debug, info, warn};
 
+use crate::producer_state::{AppendCheck, BatchMetadata, ProducerBatch, ProducerStateManager};
+use crate::snapshot;
 use crate::{ReplicaError, TopicIdPartition};
 
 /// Bytes read per step when a timestamp lookup scans the log.
 const TIMESTAMP_SCAN_CHUNK_BYTES: usize = 1 << 20;
+
+/// A producer-state snapshot is written once this much was appended since the last one, so a
+/// restart after a crash rescans at most about this much of the log (plus what the newest
+/// snapshot missed). Also written at clean close.
+const SNAPSHOT_INTERVAL_BYTES: u64 = 64 << 20;
 
 /// One partition on this shard, with its log.
 pub struct Partition {
@@ -18,6 +28,10 @@ pub struct Partition {
     pub topic: Rc<str>,
     log: Rc<Log>,
     leader_epoch: Cell<i32>,
+    dir: PathBuf,
+    producers: RefCell<ProducerStateManager>,
+    bytes_since_snapshot: Cell<u64>,
+    snapshot_running: Rc<Cell<bool>>,
 }
 
 /// What a fetch read from one partition.
@@ -41,13 +55,25 @@ pub struct OffsetAndTimestamp {
 }
 
 impl Partition {
-    /// Wraps an opened log.
-    pub fn new(tp: TopicIdPartition, topic: Rc<str>, log: Rc<Log>, leader_epoch: i32) -> Partition {
+    /// Wraps an opened log stored in `dir`, with no producer state yet: call
+    /// [`Partition::load_producer_state`] before taking appends.
+    pub fn new(
+        tp: TopicIdPartition,
+        topic: Rc<str>,
+        log: Rc<Log>,
+        leader_epoch: i32,
+        dir: PathBuf,
+        producer_id_expiration_ms: i64,
+    ) -> Partition {
         Partition {
             tp,
             topic,
             log,
             leader_epoch: Cell::new(leader_epoch),
+            dir,
+            producers: RefCell::new(ProducerStateManager::new(producer_id_expiration_ms)),
+            bytes_since_snapshot: Cell::new(0),
+            snapshot_running: Rc::new(Cell::new(false)),
         }
     }
 
@@ -82,12 +108,174 @@ impl Partition {
         self.log.readable_bytes_from(offset)
     }
 
-    /// Appends validated batches as leader.
+    /// Appends validated batches as leader. A batch with a producer id is checked against the
+    /// producer's state first (Kafka's `ProducerStateManager`): a retry of one of its last five
+    /// batches is answered with the original offsets and not written again, a stale epoch is
+    /// fenced, a sequence gap is refused. Produce carries exactly one batch per partition; the
+    /// first batch's producer fields stand for the append.
     pub async fn append_records_to_leader(
         &self,
         batches: &[u8],
     ) -> Result<LogAppendInfo, ReplicaError> {
-        Ok(self.log.append(batches).await?)
+        let producer = parse_header(batches)
+            .ok()
+            .and_then(|h| ProducerBatch::from_header(&h));
+        let Some(producer) = producer else {
+            let info = self.log.append(batches).await?;
+            self.after_append(&info);
+            return Ok(info);
+        };
+        // The log assigns offsets synchronously in call order when `append` is first polled,
+        // which happens below without an await in between: the next offset is exactly where
+        // this batch lands, and the reservation is visible to the next append in flight.
+        let first_offset = self.log.log_end_offset();
+        let check =
+            self.producers
+                .borrow_mut()
+                .check_and_reserve(&producer, first_offset, now_ms())?;
+        let reservation = match check {
+            AppendCheck::Duplicate(original) => {
+                debug!(topic = %self.topic, partition = self.tp.partition, producer_id = producer.producer_id, first_seq = producer.first_seq, offset = original.first_offset, "duplicate batch; answering with its original offsets");
+                return self.answer_duplicate(original).await;
+            }
+            AppendCheck::Reserved(reservation) => reservation,
+        };
+        match self.log.append(batches).await {
+            Ok(info) => {
+                self.producers.borrow_mut().settle(
+                    &reservation,
+                    info.first_offset,
+                    info.last_offset,
+                );
+                self.after_append(&info);
+                Ok(info)
+            }
+            Err(error) => {
+                self.producers.borrow_mut().cancel(reservation);
+                Err(error.into())
+            }
+        }
+    }
+
+    /// A retried batch already in the log (or still being written by the first attempt): once
+    /// the original is readable, answer with its offsets.
+    async fn answer_duplicate(
+        &self,
+        original: BatchMetadata,
+    ) -> Result<LogAppendInfo, ReplicaError> {
+        if self.log.readable_end_offset() <= original.last_offset {
+            // The first attempt is in flight; it resolves (or the log stops) before long.
+            self.log.wait_for_append(original.last_offset).await;
+            if self.log.readable_end_offset() <= original.last_offset {
+                return Err(ReplicaError::DuplicateOfFailedAppend);
+            }
+        }
+        Ok(LogAppendInfo {
+            first_offset: original.first_offset,
+            last_offset: original.last_offset,
+            max_timestamp: original.max_timestamp,
+            log_start_offset: self.log.log_start_offset(),
+            bytes: 0,
+        })
+    }
+
+    /// Counts appended bytes and starts a producer-state snapshot every
+    /// [`SNAPSHOT_INTERVAL_BYTES`], when no append is in flight (the snapshot then covers
+    /// exactly the log up to its end).
+    fn after_append(&self, info: &LogAppendInfo) {
+        let total = self.bytes_since_snapshot.get() + info.bytes as u64;
+        self.bytes_since_snapshot.set(total);
+        if total < SNAPSHOT_INTERVAL_BYTES
+            || self.snapshot_running.get()
+            || self.log.readable_end_offset() != self.log.log_end_offset()
+        {
+            return;
+        }
+        let end = self.log.log_end_offset();
+        let data = self.producers.borrow().encode_snapshot(end);
+        self.bytes_since_snapshot.set(0);
+        self.snapshot_running.set(true);
+        let dir = self.dir.clone();
+        let running = self.snapshot_running.clone();
+        // The write runs as its own task (the append that crossed the threshold is not held
+        // up); the flag keeps at most one in progress.
+        glommio::spawn_local(async move {
+            if let Err(error) = snapshot::write_snapshot(&dir, end, data).await {
+                warn!(dir = %dir.display(), %error, "cannot write producer state snapshot");
+            }
+            running.set(false);
+        })
+        .detach();
+    }
+
+    /// Rebuilds the producer state: from the newest usable snapshot, then the batch headers
+    /// after it; a full scan of the log when no snapshot is usable (missing, corrupt, or past
+    /// the log end after a crash cut the log back). Idle producers are then expired.
+    pub async fn load_producer_state(&self) -> Result<(), ReplicaError> {
+        let expiration_ms = self.producers.borrow().expiration_ms();
+        let log_end = self.log.log_end_offset();
+        let log_start = self.log.log_start_offset();
+        let mut state = ProducerStateManager::new(expiration_ms);
+        let mut from = log_start;
+        for offset in snapshot::list_snapshots(&self.dir).await {
+            if offset > log_end {
+                // Taken before a crash lost the log's tail: describes batches no longer there.
+                snapshot::remove_snapshot(&self.dir, offset).await;
+                continue;
+            }
+            let path = snapshot::snapshot_path(&self.dir, offset);
+            let decoded = snapshot::read_snapshot(&path)
+                .await
+                .and_then(|data| ProducerStateManager::decode_snapshot(&data, expiration_ms));
+            match decoded {
+                Some((end, loaded)) if end == offset => {
+                    state = loaded;
+                    from = offset.max(log_start);
+                    break;
+                }
+                _ => warn!(path = %path.display(), "ignoring corrupt producer state snapshot"),
+            }
+        }
+        let scan_from = from;
+        let mut batches = 0usize;
+        self.scan_batches_from(from, |header, _| {
+            state.apply_from_log(&header);
+            batches += 1;
+            true
+        })
+        .await?;
+        let expired = state.remove_expired(now_ms(), log_end);
+        if !state.is_empty() || scan_from > log_start {
+            info!(topic = %self.topic, partition = self.tp.partition, producers = state.len(), snapshot = scan_from, batches_scanned = batches, expired, "producer state loaded");
+        }
+        *self.producers.borrow_mut() = state;
+        Ok(())
+    }
+
+    /// Forgets producers idle for `producer.id.expiration.ms` (the shard's periodic sweep).
+    pub fn remove_expired_producers(&self, now_ms: i64) -> usize {
+        let readable_end = self.log.readable_end_offset();
+        self.producers
+            .borrow_mut()
+            .remove_expired(now_ms, readable_end)
+    }
+
+    /// A copy of one producer's state on this partition (tests, diagnostics).
+    pub fn producer_state(&self, producer_id: i64) -> Option<crate::ProducerStateEntry> {
+        self.producers.borrow().entry(producer_id).cloned()
+    }
+
+    /// Writes a producer-state snapshot at the log end, if no append is in flight.
+    pub async fn snapshot_producer_state(&self) {
+        let end = self.log.log_end_offset();
+        if self.log.readable_end_offset() != end {
+            return;
+        }
+        let data = self.producers.borrow().encode_snapshot(end);
+        if let Err(error) = snapshot::write_snapshot(&self.dir, end, data).await {
+            warn!(dir = %self.dir.display(), %error, "cannot write producer state snapshot");
+        }
+        self.bytes_since_snapshot.set(0);
     }
 
     /// Reads whole batches from `fetch_offset` up to the high watermark.
@@ -172,9 +360,17 @@ impl Partition {
     /// Visits every committed batch (header and bytes) until `visit` returns false.
     async fn scan_batches(
         &self,
+        visit: impl FnMut(RecordBatchHeader, &Bytes) -> bool,
+    ) -> Result<(), ReplicaError> {
+        self.scan_batches_from(self.log_start_offset(), visit).await
+    }
+
+    /// Visits every committed batch from the one holding `offset`, until `visit` returns false.
+    async fn scan_batches_from(
+        &self,
+        mut offset: i64,
         mut visit: impl FnMut(RecordBatchHeader, &Bytes) -> bool,
     ) -> Result<(), ReplicaError> {
-        let mut offset = self.log_start_offset();
         let end = self.high_watermark();
         while offset < end {
             let read = self
@@ -196,8 +392,38 @@ impl Partition {
         Ok(())
     }
 
+    /// Kafka's DeleteRecords on the leader: moves the log start offset up to `offset` (-1: the
+    /// high watermark) and returns the new log start offset (the low watermark). An offset past
+    /// the high watermark (or below 0) is out of range.
+    pub async fn delete_records_before(&self, offset: i64) -> Result<i64, ReplicaError> {
+        let high_watermark = self.high_watermark();
+        let offset = if offset == -1 { high_watermark } else { offset };
+        if offset < 0 || offset > high_watermark {
+            return Err(ReplicaError::OffsetOutOfRange {
+                offset,
+                log_start_offset: self.log_start_offset(),
+                log_end_offset: high_watermark,
+            });
+        }
+        self.log
+            .delete_records_before(offset)
+            .await
+            .map_err(out_of_range_or_storage)
+    }
+
+    /// Deletes closed segments past `retention.ms` / `retention.bytes`, at most `segments_max`
+    /// per call so one tick does a bounded amount of work.
+    pub async fn run_retention(
+        &self,
+        now_ms: i64,
+        segments_max: usize,
+    ) -> Result<usize, ReplicaError> {
+        Ok(self.log.run_retention(now_ms, segments_max).await?)
+    }
+
     /// Flushes and closes the log for a clean shutdown.
     pub async fn close(&self) -> Result<(), ReplicaError> {
+        self.snapshot_producer_state().await;
         Ok(self.log.close().await?)
     }
 
@@ -248,4 +474,12 @@ fn out_of_range_or_storage(error: LogError) -> ReplicaError {
         },
         other => ReplicaError::Storage(other),
     }
+}
+
+/// Wall-clock milliseconds since the epoch.
+pub(crate) fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
 }

@@ -1,12 +1,13 @@
 use std::cell::RefCell;
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 use std::rc::Rc;
 
 use sluice_log::{Log, LogConfig};
 use tracing::{info, warn};
 
-use crate::{Partition, ReplicaError, TopicIdPartition};
+use crate::partition::now_ms;
+use crate::{Partition, ReplicaError, TopicIdPartition, DEFAULT_PRODUCER_ID_EXPIRATION_MS};
 
 /// A partition never keeps more than this in its tail cache, however few share the budget.
 const TAIL_CACHE_BYTES_PER_PARTITION_MAX: usize = 4 << 20;
@@ -16,6 +17,7 @@ pub struct ReplicaManager {
     data_dir: PathBuf,
     log_config: LogConfig,
     tail_cache_budget_bytes: usize,
+    producer_id_expiration_ms: i64,
     partitions: RefCell<HashMap<TopicIdPartition, Rc<Partition>>>,
 }
 
@@ -31,8 +33,24 @@ impl ReplicaManager {
             data_dir,
             log_config,
             tail_cache_budget_bytes,
+            producer_id_expiration_ms: DEFAULT_PRODUCER_ID_EXPIRATION_MS,
             partitions: RefCell::new(HashMap::new()),
         }
+    }
+
+    /// Sets `producer.id.expiration.ms`: how long a partition remembers an idle producer.
+    pub fn with_producer_id_expiration_ms(mut self, ms: i64) -> ReplicaManager {
+        self.producer_id_expiration_ms = ms;
+        self
+    }
+
+    /// Forgets idle producers on every partition (the shard's periodic sweep).
+    pub fn remove_expired_producers(&self) -> usize {
+        let now = now_ms();
+        self.partitions()
+            .iter()
+            .map(|p| p.remove_expired_producers(now))
+            .sum()
     }
 
     /// The partition, if this shard hosts it.
@@ -45,20 +63,35 @@ impl ReplicaManager {
         self.partitions.borrow().values().cloned().collect()
     }
 
-    /// Opens (recovering) or creates the partition's log and makes this shard its leader.
+    /// Opens (recovering) or creates the partition's log and makes this shard its leader; the
+    /// topic's config overrides (`configs`, Kafka's names) are applied to its log config.
     /// Idempotent: a partition already hosted keeps its log and takes the new epoch.
     pub async fn make_leader(
         &self,
         tp: TopicIdPartition,
         topic: &str,
         leader_epoch: i32,
+        configs: &BTreeMap<String, String>,
     ) -> Result<Rc<Partition>, ReplicaError> {
         if let Some(existing) = self.get(&tp) {
             return Ok(existing);
         }
         let dir = self.data_dir.join(format!("{topic}-{}", tp.partition));
-        let log = Log::open(dir, self.log_config.clone()).await?;
-        let partition = Rc::new(Partition::new(tp, Rc::from(topic), log, leader_epoch));
+        let log_config = crate::log_config_with_overrides(&self.log_config, configs);
+        let log = Log::open(dir.clone(), log_config).await?;
+        let partition = Rc::new(Partition::new(
+            tp,
+            Rc::from(topic),
+            log,
+            leader_epoch,
+            dir,
+            self.producer_id_expiration_ms,
+        ));
+        partition.load_producer_state().await?;
+        if let Some(existing) = self.get(&tp) {
+            // Opened concurrently by another caller while this one was loading.
+            return Ok(existing);
+        }
         self.partitions.borrow_mut().insert(tp, partition.clone());
         self.share_tail_cache();
         Ok(partition)

@@ -9,6 +9,8 @@ use sluice_config::BrokerConfig;
 use sluice_replica::ReplicaManager;
 use sluice_shard::{LocalSignal, MetadataImage, ShardId, ShardMesh};
 
+use crate::producer_ids::ProducerIdAllocator;
+
 /// Per-shard state, shared by that shard's tasks as `Rc<ShardContext>`.
 pub struct ShardContext {
     /// This shard.
@@ -23,6 +25,8 @@ pub struct ShardContext {
     pub shutdown: LocalSignal,
     /// Set once the first metadata image is applied (partitions open).
     pub metadata_ready: LocalSignal,
+    /// This shard's block of producer ids.
+    pub producer_ids: ProducerIdAllocator,
     image: RefCell<Arc<MetadataImage>>,
 }
 
@@ -41,6 +45,7 @@ impl ShardContext {
             mesh,
             shutdown: LocalSignal::new(),
             metadata_ready: LocalSignal::new(),
+            producer_ids: ProducerIdAllocator::default(),
             image: RefCell::new(Arc::new(MetadataImage::default())),
         }
     }

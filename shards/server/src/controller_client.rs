@@ -2,8 +2,9 @@
 
 use futures_channel::oneshot;
 use sluice_shard::{
-    CreateTopicsWork, CreatedTopic, DeleteTopicsWork, DeletedTopic, MetadataError, NewTopic,
-    ShardMessage, TopicRef,
+    AllocateProducerIdsWork, AlterConfigsWork, CreateTopicsWork, CreatedTopic, DeleteTopicsWork,
+    DeletedTopic, MetadataError, NewTopic, ProducerIdBlock, ShardMessage, TopicConfigChanges,
+    TopicRef,
 };
 
 use crate::context::ShardContext;
@@ -38,6 +39,33 @@ pub async fn delete_topics(
         count,
     )
     .await
+}
+
+/// Asks the controller for a block of producer ids (durably claimed before it answers).
+pub async fn allocate_producer_ids(ctx: &ShardContext) -> Result<ProducerIdBlock, MetadataError> {
+    let (reply, done) = oneshot::channel();
+    let message = ShardMessage::AllocateProducerIds(AllocateProducerIdsWork { reply });
+    if ctx.mesh.send(ctx.mesh.controller(), message).await.is_err() {
+        return Err(MetadataError::ControllerNotAvailable);
+    }
+    done.await
+        .unwrap_or(Err(MetadataError::ControllerNotAvailable))
+}
+
+/// Asks the controller to alter topic configs; one result per topic, in order.
+pub async fn alter_configs(
+    ctx: &ShardContext,
+    topics: Vec<TopicConfigChanges>,
+    validate_only: bool,
+) -> Vec<Result<(), MetadataError>> {
+    let count = topics.len();
+    let (reply, done) = oneshot::channel();
+    let work = AlterConfigsWork {
+        topics,
+        validate_only,
+        reply,
+    };
+    ask(ctx, ShardMessage::AlterConfigs(work), done, count).await
 }
 
 async fn ask<T>(

@@ -57,6 +57,21 @@ pub async fn dispatch(ctx: &ShardContext, frame: Bytes) -> Outcome {
         RequestBody::DescribeCluster(r) => {
             ResponseBody::DescribeCluster(handlers::describe_cluster::handle(ctx, version, &r))
         }
+        RequestBody::InitProducerId(r) => {
+            ResponseBody::InitProducerId(handlers::init_producer_id::handle(ctx, version, r).await)
+        }
+        RequestBody::DescribeConfigs(r) => {
+            ResponseBody::DescribeConfigs(handlers::describe_configs::handle(ctx, version, &r))
+        }
+        RequestBody::AlterConfigs(r) => {
+            ResponseBody::AlterConfigs(handlers::alter_configs::handle(ctx, version, r).await)
+        }
+        RequestBody::IncrementalAlterConfigs(r) => ResponseBody::IncrementalAlterConfigs(
+            handlers::incremental_alter_configs::handle(ctx, version, r).await,
+        ),
+        RequestBody::DeleteRecords(r) => {
+            ResponseBody::DeleteRecords(handlers::delete_records::handle(ctx, version, r).await)
+        }
     };
     Outcome::Respond(encode_response_vectored(
         header.correlation_id,

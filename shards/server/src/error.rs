@@ -1,7 +1,7 @@
 //! The server's errors, and the one place where they become Kafka error codes.
 
 use sluice_protocol::error::ErrorCode;
-use sluice_replica::ReplicaError;
+use sluice_replica::{ProducerStateError, ReplicaError};
 use sluice_shard::MetadataError;
 
 /// Why work on one partition failed.
@@ -38,6 +38,20 @@ pub fn replica_error_code(error: &ReplicaError) -> ErrorCode {
         ReplicaError::UnknownTopicOrPartition => ErrorCode::UNKNOWN_TOPIC_OR_PARTITION,
         ReplicaError::OffsetOutOfRange { .. } => ErrorCode::OFFSET_OUT_OF_RANGE,
         ReplicaError::Storage(_) => ErrorCode::KAFKA_STORAGE_ERROR,
+        // Retriable for the client: the retry is written anew or finds the log failed.
+        ReplicaError::DuplicateOfFailedAppend => ErrorCode::KAFKA_STORAGE_ERROR,
+        ReplicaError::Producer(error) => producer_error_code(error),
+    }
+}
+
+/// Kafka's error code for a refused idempotent batch (as Kafka's `ProducerAppendInfo`).
+pub fn producer_error_code(error: &ProducerStateError) -> ErrorCode {
+    match error {
+        // Since Kafka 2.7 a stale epoch on produce is INVALID_PRODUCER_EPOCH (the producer is
+        // fenced), not the fatal PRODUCER_FENCED.
+        ProducerStateError::InvalidProducerEpoch { .. } => ErrorCode::INVALID_PRODUCER_EPOCH,
+        ProducerStateError::OutOfOrderSequence { .. } => ErrorCode::OUT_OF_ORDER_SEQUENCE_NUMBER,
+        ProducerStateError::InvalidSequence { .. } => ErrorCode::INVALID_RECORD,
     }
 }
 
@@ -54,5 +68,6 @@ pub fn metadata_error_code(error: &MetadataError) -> ErrorCode {
         MetadataError::TopicDeletionDisabled => ErrorCode::TOPIC_DELETION_DISABLED,
         MetadataError::Storage(_) => ErrorCode::KAFKA_STORAGE_ERROR,
         MetadataError::ControllerNotAvailable => ErrorCode::NOT_CONTROLLER,
+        MetadataError::InvalidRequest(_) => ErrorCode::INVALID_REQUEST,
     }
 }

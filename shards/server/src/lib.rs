@@ -13,6 +13,8 @@ mod dispatch;
 mod error;
 pub mod handlers;
 mod local;
+mod log_manager;
+mod producer_ids;
 mod pump;
 mod router;
 mod socket_io;
@@ -76,6 +78,9 @@ pub fn log_config(config: &BrokerConfig) -> LogConfig {
         flush_messages: config.log_flush_interval_messages,
         flush_ms: config.log_flush_interval_ms,
         max_message_bytes: config.message_max_bytes,
+        segment_ms: config.log_roll_ms,
+        retention_ms: config.log_retention_ms,
+        retention_bytes: config.log_retention_bytes,
         ..LogConfig::default()
     }
 }
@@ -110,7 +115,8 @@ async fn serve(start: ShardStart) -> Result<(), String> {
         config.log_dirs.clone(),
         log_config(&config),
         config.sluice_shard_tail_cache_bytes,
-    );
+    )
+    .with_producer_id_expiration_ms(config.producer_id_expiration_ms);
     let ctx = Rc::new(ShardContext::new(
         shard_id,
         config.clone(),
@@ -118,7 +124,9 @@ async fn serve(start: ShardStart) -> Result<(), String> {
         mesh.clone(),
     ));
     pump::spawn_pumps(ctx.clone(), receivers);
+    log_manager::spawn_retention(ctx.clone());
     ctx.metadata_ready.wait().await;
+    spawn_producer_expiry(&ctx);
 
     let listener_config = config
         .listeners
@@ -145,6 +153,40 @@ async fn serve(start: ShardStart) -> Result<(), String> {
     mesh.close();
     info!(%shard_id, "shard stopped");
     Ok(())
+}
+
+/// Forgets idle producer ids on this shard's partitions every
+/// `producer.id.expiration.check.interval.ms` (Kafka's default, 10 minutes; or the expiration
+/// itself when that is shorter), until shutdown. Appends also check lazily.
+fn spawn_producer_expiry(ctx: &Rc<ShardContext>) {
+    const CHECK_INTERVAL_MS: u64 = 600_000;
+    let interval = std::time::Duration::from_millis(
+        CHECK_INTERVAL_MS.min(ctx.config.producer_id_expiration_ms.max(1) as u64),
+    );
+    let ctx = ctx.clone();
+    glommio::spawn_local(async move {
+        loop {
+            let stop = futures_lite::future::or(
+                async {
+                    glommio::timer::sleep(interval).await;
+                    false
+                },
+                async {
+                    ctx.shutdown.wait().await;
+                    true
+                },
+            )
+            .await;
+            if stop {
+                break;
+            }
+            let expired = ctx.replicas.remove_expired_producers();
+            if expired > 0 {
+                tracing::debug!(shard_id = %ctx.shard_id, expired, "expired idle producer ids");
+            }
+        }
+    })
+    .detach();
 }
 
 async fn accept_until_shutdown(ctx: &Rc<ShardContext>, listener: &TcpListener, connections: &Gate) {

@@ -107,6 +107,21 @@ pub async fn list_offsets(
     join_all(lookups.collect()).await
 }
 
+/// Moves log start offsets up (DeleteRecords); each result is the new log start offset.
+pub async fn delete_records(
+    ctx: &ShardContext,
+    partitions: Vec<(TopicIdPartition, i64)>,
+) -> Vec<Result<i64, ReplicaError>> {
+    let deletions = partitions.into_iter().map(|(tp, offset)| async move {
+        let partition = ctx
+            .replicas
+            .get(&tp)
+            .ok_or(ReplicaError::UnknownTopicOrPartition)?;
+        partition.delete_records_before(offset).await
+    });
+    join_all(deletions.collect()).await
+}
+
 /// Takes a new metadata image: opens the partitions it assigns to this shard, deletes the ones
 /// whose topic is gone, then makes the image visible to this shard's requests.
 pub async fn apply_metadata(ctx: &ShardContext, image: Arc<MetadataImage>) {
@@ -122,7 +137,11 @@ pub async fn apply_metadata(ctx: &ShardContext, image: Arc<MetadataImage>) {
             .get(tp.partition as usize)
             .map(|p| p.leader_epoch)
             .unwrap_or(0);
-        if let Err(error) = ctx.replicas.make_leader(tp, &topic.name, epoch).await {
+        if let Err(error) = ctx
+            .replicas
+            .make_leader(tp, &topic.name, epoch, &topic.configs)
+            .await
+        {
             error!(topic = %topic.name, partition = tp.partition, %error, "cannot open partition log");
         }
     }

@@ -57,11 +57,18 @@ async fn handle(ctx: &ShardContext, message: ShardMessage) {
             let results = local::list_offsets(ctx, work.partitions).await;
             let _ = work.reply.send(results);
         }
+        ShardMessage::DeleteRecords(work) => {
+            let results = local::delete_records(ctx, work.partitions).await;
+            let _ = work.reply.send(results);
+        }
         ShardMessage::ApplyMetadata { image, reply } => {
             local::apply_metadata(ctx, image).await;
             let _ = reply.send(());
         }
-        ShardMessage::CreateTopics(_) | ShardMessage::DeleteTopics(_) => {
+        ShardMessage::CreateTopics(_)
+        | ShardMessage::DeleteTopics(_)
+        | ShardMessage::AllocateProducerIds(_)
+        | ShardMessage::AlterConfigs(_) => {
             error!(
                 kind = message.kind(),
                 "controller message sent to a data shard; dropped"

@@ -11,8 +11,8 @@ use sluice_replica::{
     FetchPartitionData, LogAppendInfo, OffsetAndTimestamp, ReplicaError, TopicIdPartition,
 };
 use sluice_shard::{
-    FetchPartitionRequest, FetchWork, ListOffsetsWork, ProduceWork, Reply, ShardId, ShardMessage,
-    WaitForAppendWork,
+    DeleteRecordsWork, FetchPartitionRequest, FetchWork, ListOffsetsWork, ProduceWork, Reply,
+    ShardId, ShardMessage, WaitForAppendWork,
 };
 use tracing::warn;
 
@@ -56,6 +56,18 @@ pub async fn list_offsets(
 ) -> Vec<Result<Option<OffsetAndTimestamp>, PartitionError>> {
     fan_out(ctx, items, local::list_offsets, |partitions, reply| {
         ShardMessage::ListOffsets(ListOffsetsWork { partitions, reply })
+    })
+    .await
+}
+
+/// Deletes records before the given offsets (DeleteRecords), each on its owner shard; the
+/// results are the new log start offsets.
+pub async fn delete_records(
+    ctx: &ShardContext,
+    items: Vec<(ShardId, (TopicIdPartition, i64))>,
+) -> Vec<Result<i64, PartitionError>> {
+    fan_out(ctx, items, local::delete_records, |partitions, reply| {
+        ShardMessage::DeleteRecords(DeleteRecordsWork { partitions, reply })
     })
     .await
 }

@@ -6,11 +6,16 @@
 //! work on a partition owned elsewhere travels as a [`ShardMessage`] over a bounded channel, and
 //! the reply returns on a oneshot. No lock guards the data path.
 
+mod config_work;
 mod image;
 mod mesh;
 mod message;
+mod producer_ids;
 mod signal;
 
+pub use config_work::{
+    AlterConfigsWork, ConfigChange, ConfigOp, DeleteRecordsWork, TopicConfigChanges,
+};
 pub use image::{BrokerImage, MetadataImage, PartitionImage, ShardTable, TopicImage};
 pub use mesh::{Envelope, MeshError, ShardMesh};
 pub use message::{
@@ -18,6 +23,7 @@ pub use message::{
     FetchWork, ListOffsetsWork, MetadataError, NewTopic, ProduceWork, Reply, ShardMessage,
     TopicRef, WaitForAppendWork,
 };
+pub use producer_ids::{AllocateProducerIdsWork, ProducerIdBlock, PRODUCER_ID_BLOCK_SIZE};
 pub use signal::LocalSignal;
 
 /// Index of a shard (an executor) in this process. The controller, when it runs here, takes the

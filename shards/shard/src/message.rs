@@ -12,6 +12,7 @@ use sluice_replica::{
 };
 
 use crate::MetadataImage;
+use crate::{AlterConfigsWork, DeleteRecordsWork};
 
 /// Where a reply goes back.
 pub type Reply<T> = oneshot::Sender<T>;
@@ -30,6 +31,12 @@ pub enum ShardMessage {
     CreateTopics(CreateTopicsWork),
     /// Controller: delete topics.
     DeleteTopics(DeleteTopicsWork),
+    /// Controller: allocate a block of producer ids for the sending shard.
+    AllocateProducerIds(crate::AllocateProducerIdsWork),
+    /// Controller: alter topic configs.
+    AlterConfigs(AlterConfigsWork),
+    /// Move partitions' log start offsets up (DeleteRecords).
+    DeleteRecords(DeleteRecordsWork),
     /// Data shard: take this image, open the partitions it assigns here and drop the ones it no
     /// longer does; reply when done.
     ApplyMetadata {
@@ -50,6 +57,9 @@ impl ShardMessage {
             ShardMessage::ListOffsets(_) => "list_offsets",
             ShardMessage::CreateTopics(_) => "create_topics",
             ShardMessage::DeleteTopics(_) => "delete_topics",
+            ShardMessage::AllocateProducerIds(_) => "allocate_producer_ids",
+            ShardMessage::AlterConfigs(_) => "alter_configs",
+            ShardMessage::DeleteRecords(_) => "delete_records",
             ShardMessage::ApplyMetadata { .. } => "apply_metadata",
         }
     }
@@ -195,4 +205,7 @@ pub enum MetadataError {
     /// The controller is shutting down or unreachable.
     #[error("controller not available")]
     ControllerNotAvailable,
+    /// A request Kafka refuses as malformed (duplicate keys, null values, unknown operations).
+    #[error("invalid request: {0}")]
+    InvalidRequest(String),
 }

@@ -5,11 +5,16 @@
 
 mod common;
 
+pub mod alter_configs;
 pub mod api_versions;
 pub mod create_topics;
+pub mod delete_records;
 pub mod delete_topics;
 pub mod describe_cluster;
+pub mod describe_configs;
 pub mod fetch;
+pub mod incremental_alter_configs;
+pub mod init_producer_id;
 pub mod list_offsets;
 pub mod metadata;
 pub mod produce;

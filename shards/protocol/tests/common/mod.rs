@@ -4,8 +4,10 @@
 
 use bytes::Bytes;
 use sluice_protocol::messages::{
-    api_versions, create_topics as ct, delete_topics as dt, describe_cluster as dc, fetch,
-    list_offsets as lo, metadata as md, produce,
+    alter_configs as acf, api_versions, create_topics as ct, delete_records as dr,
+    delete_topics as dt, describe_cluster as dc, describe_configs as dcf, fetch,
+    incremental_alter_configs as iac, init_producer_id as ipi, list_offsets as lo, metadata as md,
+    produce,
 };
 use sluice_protocol::{ApiKey, RecordBatchBuilder, RequestBody, ResponseBody, Uuid, SUPPORTED};
 
@@ -38,6 +40,13 @@ pub fn request(key: ApiKey, v: i16) -> RequestBody {
         ApiKey::CreateTopics => RequestBody::CreateTopics(create_topics_request(v)),
         ApiKey::DeleteTopics => RequestBody::DeleteTopics(delete_topics_request(v)),
         ApiKey::DescribeCluster => RequestBody::DescribeCluster(describe_cluster_request(v)),
+        ApiKey::DescribeConfigs => RequestBody::DescribeConfigs(describe_configs_request(v)),
+        ApiKey::AlterConfigs => RequestBody::AlterConfigs(alter_configs_request(v)),
+        ApiKey::IncrementalAlterConfigs => {
+            RequestBody::IncrementalAlterConfigs(incremental_alter_configs_request(v))
+        }
+        ApiKey::DeleteRecords => RequestBody::DeleteRecords(delete_records_request(v)),
+        ApiKey::InitProducerId => RequestBody::InitProducerId(init_producer_id_request(v)),
         other => panic!("no sample for {other:?}"),
     }
 }
@@ -52,6 +61,13 @@ pub fn response(key: ApiKey, v: i16) -> ResponseBody {
         ApiKey::CreateTopics => ResponseBody::CreateTopics(create_topics_response(v)),
         ApiKey::DeleteTopics => ResponseBody::DeleteTopics(delete_topics_response(v)),
         ApiKey::DescribeCluster => ResponseBody::DescribeCluster(describe_cluster_response(v)),
+        ApiKey::DescribeConfigs => ResponseBody::DescribeConfigs(describe_configs_response(v)),
+        ApiKey::AlterConfigs => ResponseBody::AlterConfigs(alter_configs_response(v)),
+        ApiKey::IncrementalAlterConfigs => {
+            ResponseBody::IncrementalAlterConfigs(incremental_alter_configs_response(v))
+        }
+        ApiKey::DeleteRecords => ResponseBody::DeleteRecords(delete_records_response(v)),
+        ApiKey::InitProducerId => ResponseBody::InitProducerId(init_producer_id_response(v)),
         other => panic!("no sample for {other:?}"),
     }
 }
@@ -528,5 +544,209 @@ fn describe_cluster_response(v: i16) -> dc::DescribeClusterResponse {
             },
         ],
         cluster_authorized_operations: 0x1234,
+    }
+}
+
+fn init_producer_id_request(v: i16) -> ipi::InitProducerIdRequest {
+    let mut r = ipi::InitProducerIdRequest {
+        transactional_id: if v % 2 == 0 {
+            Some("txn-1".into())
+        } else {
+            None
+        },
+        transaction_timeout_ms: 60_000,
+        ..Default::default()
+    };
+    if v >= 3 {
+        r.producer_id = 4242;
+        r.producer_epoch = 7;
+    }
+    r
+}
+
+fn init_producer_id_response(_v: i16) -> ipi::InitProducerIdResponse {
+    ipi::InitProducerIdResponse {
+        throttle_time_ms: 3,
+        error_code: 0,
+        producer_id: 1_000_001,
+        producer_epoch: 2,
+    }
+}
+
+fn describe_configs_request(v: i16) -> dcf::DescribeConfigsRequest {
+    dcf::DescribeConfigsRequest {
+        resources: vec![
+            dcf::DescribeConfigsResource {
+                resource_type: dcf::RESOURCE_TOPIC,
+                resource_name: "orders".into(),
+                configuration_keys: None,
+            },
+            dcf::DescribeConfigsResource {
+                resource_type: dcf::RESOURCE_BROKER,
+                resource_name: "1".into(),
+                configuration_keys: Some(vec!["log.segment.bytes".into()]),
+            },
+        ],
+        include_synonyms: true,
+        include_documentation: v >= 3,
+    }
+}
+
+fn describe_configs_response(v: i16) -> dcf::DescribeConfigsResponse {
+    let mut entry = dcf::DescribeConfigsResourceResult {
+        name: "retention.ms".into(),
+        value: Some("60000".into()),
+        read_only: false,
+        config_source: dcf::config_source::DYNAMIC_TOPIC_CONFIG,
+        is_sensitive: false,
+        synonyms: vec![
+            dcf::DescribeConfigsSynonym {
+                name: "retention.ms".into(),
+                value: Some("60000".into()),
+                source: dcf::config_source::DYNAMIC_TOPIC_CONFIG,
+            },
+            dcf::DescribeConfigsSynonym {
+                name: "log.retention.ms".into(),
+                value: None,
+                source: dcf::config_source::DEFAULT_CONFIG,
+            },
+        ],
+        ..Default::default()
+    };
+    if v >= 3 {
+        entry.config_type = dcf::config_type::LONG;
+        entry.documentation = Some("How long to keep a log.".into());
+    }
+    dcf::DescribeConfigsResponse {
+        throttle_time_ms: 4,
+        results: vec![
+            dcf::DescribeConfigsResult {
+                error_code: 0,
+                error_message: None,
+                resource_type: dcf::RESOURCE_TOPIC,
+                resource_name: "orders".into(),
+                configs: vec![entry],
+            },
+            dcf::DescribeConfigsResult {
+                error_code: 3,
+                error_message: Some("unknown topic".into()),
+                resource_type: dcf::RESOURCE_TOPIC,
+                resource_name: "nope".into(),
+                configs: Vec::new(),
+            },
+        ],
+    }
+}
+
+fn alter_configs_request(_v: i16) -> acf::AlterConfigsRequest {
+    acf::AlterConfigsRequest {
+        resources: vec![acf::AlterConfigsResource {
+            resource_type: 2,
+            resource_name: "orders".into(),
+            configs: vec![
+                acf::AlterableConfig {
+                    name: "retention.ms".into(),
+                    value: Some("1000".into()),
+                },
+                acf::AlterableConfig {
+                    name: "segment.bytes".into(),
+                    value: None,
+                },
+            ],
+        }],
+        validate_only: true,
+    }
+}
+
+fn alter_configs_responses() -> Vec<acf::AlterConfigsResourceResponse> {
+    vec![
+        acf::AlterConfigsResourceResponse {
+            error_code: 0,
+            error_message: None,
+            resource_type: 2,
+            resource_name: "orders".into(),
+        },
+        acf::AlterConfigsResourceResponse {
+            error_code: 40,
+            error_message: Some("unknown config".into()),
+            resource_type: 4,
+            resource_name: "1".into(),
+        },
+    ]
+}
+
+fn alter_configs_response(_v: i16) -> acf::AlterConfigsResponse {
+    acf::AlterConfigsResponse {
+        throttle_time_ms: 5,
+        responses: alter_configs_responses(),
+    }
+}
+
+fn incremental_alter_configs_request(_v: i16) -> iac::IncrementalAlterConfigsRequest {
+    iac::IncrementalAlterConfigsRequest {
+        resources: vec![iac::AlterConfigsResource {
+            resource_type: 2,
+            resource_name: "orders".into(),
+            configs: vec![
+                iac::AlterableConfig {
+                    name: "retention.ms".into(),
+                    config_operation: iac::OP_SET,
+                    value: Some("1000".into()),
+                },
+                iac::AlterableConfig {
+                    name: "cleanup.policy".into(),
+                    config_operation: iac::OP_DELETE,
+                    value: None,
+                },
+            ],
+        }],
+        validate_only: false,
+    }
+}
+
+fn incremental_alter_configs_response(_v: i16) -> iac::IncrementalAlterConfigsResponse {
+    iac::IncrementalAlterConfigsResponse {
+        throttle_time_ms: 6,
+        responses: alter_configs_responses(),
+    }
+}
+
+fn delete_records_request(_v: i16) -> dr::DeleteRecordsRequest {
+    dr::DeleteRecordsRequest {
+        topics: vec![dr::DeleteRecordsTopic {
+            name: "orders".into(),
+            partitions: vec![
+                dr::DeleteRecordsPartition {
+                    partition_index: 0,
+                    offset: 42,
+                },
+                dr::DeleteRecordsPartition {
+                    partition_index: 3,
+                    offset: dr::HIGH_WATERMARK,
+                },
+            ],
+        }],
+        timeout_ms: 30_000,
+    }
+}
+
+fn delete_records_response(_v: i16) -> dr::DeleteRecordsResponse {
+    dr::DeleteRecordsResponse {
+        throttle_time_ms: 7,
+        topics: vec![dr::DeleteRecordsTopicResult {
+            name: "orders".into(),
+            partitions: vec![
+                dr::DeleteRecordsPartitionResult {
+                    partition_index: 0,
+                    low_watermark: 42,
+                    error_code: 0,
+                },
+                dr::DeleteRecordsPartitionResult {
+                    partition_index: 3,
+                    low_watermark: -1,
+                    error_code: 3,
+                },
+            ],
+        }],
     }
 }

@@ -1,11 +1,16 @@
 //! One module per Kafka API key. Each declares the versions it serves; `REGISTRY` lists them
 //! all, and ApiVersions advertises exactly what is registered here — nothing more.
 
+pub mod alter_configs;
 pub mod api_versions;
 pub mod create_topics;
+pub mod delete_records;
 pub mod delete_topics;
 pub mod describe_cluster;
+pub mod describe_configs;
 pub mod fetch;
+pub mod incremental_alter_configs;
+pub mod init_producer_id;
 pub mod list_offsets;
 pub mod metadata;
 pub mod produce;
@@ -32,6 +37,11 @@ pub const REGISTRY: &[HandlerEntry] = &[
     create_topics::ENTRY,
     delete_topics::ENTRY,
     describe_cluster::ENTRY,
+    init_producer_id::ENTRY,
+    describe_configs::ENTRY,
+    alter_configs::ENTRY,
+    incremental_alter_configs::ENTRY,
+    delete_records::ENTRY,
 ];
 
 /// The sentinel Kafka sends for "authorized operations not requested".

@@ -25,6 +25,12 @@ import java.util.concurrent.atomic.AtomicReference;
 
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AdminClientConfig;
+import org.apache.kafka.clients.admin.AlterConfigOp;
+import org.apache.kafka.clients.admin.Config;
+import org.apache.kafka.clients.admin.ConfigEntry;
+import org.apache.kafka.clients.admin.DeletedRecords;
+import org.apache.kafka.clients.admin.DescribeConfigsOptions;
+import org.apache.kafka.clients.admin.RecordsToDelete;
 import org.apache.kafka.clients.admin.DescribeClusterResult;
 import org.apache.kafka.clients.admin.ListTopicsOptions;
 import org.apache.kafka.clients.admin.NewTopic;
@@ -39,6 +45,7 @@ import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.Node;
 import org.apache.kafka.common.PartitionInfo;
 import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.config.ConfigResource;
 import org.apache.kafka.common.errors.TopicExistsException;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 import org.apache.kafka.common.serialization.ByteArraySerializer;
@@ -50,8 +57,13 @@ import org.apache.kafka.common.serialization.ByteArraySerializer;
  * produce --bootstrap B --topic T --count N [--acks all|1|0] [--compression none|gzip|snappy|lz4|zstd]
  *         [--acked-file F] [--key-prefix k] [--start 0] [--value-size 0] [--max-rate 0]
  *         [--allow-failures false] [--linger-ms 5] [--batch-size 65536] [--max-in-flight 5] [--spread N]
+ *         [--idempotence false|true|default]   (default: leave enable.idempotence to Kafka, i.e. on)
  * consume --bootstrap B --topic T [--expect N] [--acked-file F] [--mode exact|acked] [--timeout-s 180]
- * admin create --bootstrap B --topic T --partitions N     (exit 10 on TopicExistsException)
+ * admin create --bootstrap B --topic T --partitions N [--configs k=v,k=v]   (exit 10 on TopicExistsException)
+ * admin describe-configs --bootstrap B --topic T         (lines: config NAME=VALUE source=SOURCE)
+ * admin alter-configs --bootstrap B --topic T [--set k=v,k=v] [--delete k,k]   (incrementalAlterConfigs)
+ * admin delete-records --bootstrap B --topic T --partition P --before N   (prints low_watermark=L)
+ * admin first-offset --bootstrap B --topic T --partition P (seekToBeginning + poll: position=P first_offset=O)
  * admin delete|describe-topic|autocreate --bootstrap B --topic T
  * admin list|describe-cluster --bootstrap B
  * </pre>
@@ -138,7 +150,12 @@ public final class Main {
         p.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, req(o, "bootstrap"));
         p.put(ProducerConfig.ACKS_CONFIG, o.getOrDefault("acks", "all"));
         p.put(ProducerConfig.COMPRESSION_TYPE_CONFIG, o.getOrDefault("compression", "none"));
-        p.put(ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG, "false");
+        // --idempotence false (the default here, as before), true, or default: leave
+        // enable.idempotence unset, i.e. Kafka's default (on, with acks=all).
+        String idempotence = o.getOrDefault("idempotence", "false");
+        if (!idempotence.equals("default")) {
+            p.put(ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG, idempotence);
+        }
         p.put(ProducerConfig.LINGER_MS_CONFIG, o.getOrDefault("linger-ms", "5"));
         p.put(ProducerConfig.BATCH_SIZE_CONFIG, o.getOrDefault("batch-size", "65536"));
         p.put(ProducerConfig.REQUEST_TIMEOUT_MS_CONFIG, o.getOrDefault("request-timeout-ms", "15000"));
@@ -404,8 +421,12 @@ public final class Main {
                     String topic = req(o, "topic");
                     int parts = Integer.parseInt(req(o, "partitions"));
                     short rf = Short.parseShort(o.getOrDefault("replication", "1"));
+                    NewTopic nt = new NewTopic(topic, parts, rf);
+                    if (o.containsKey("configs")) {
+                        nt.configs(keyValues(o.get("configs")));
+                    }
                     try {
-                        admin.createTopics(Collections.singleton(new NewTopic(topic, parts, rf))).all().get();
+                        admin.createTopics(Collections.singleton(nt)).all().get();
                     } catch (ExecutionException e) {
                         if (e.getCause() instanceof TopicExistsException) {
                             OUT.println("TopicExistsException: " + e.getCause().getMessage());
@@ -452,10 +473,87 @@ public final class Main {
                     OUT.println("nodes=" + sb);
                     return 0;
                 }
+                case "describe-configs": {
+                    ConfigResource res = new ConfigResource(ConfigResource.Type.TOPIC, req(o, "topic"));
+                    Config config = admin.describeConfigs(Collections.singleton(res),
+                            new DescribeConfigsOptions().includeSynonyms(true)).all().get().get(res);
+                    for (ConfigEntry e : new TreeSet<>(config.entries().stream().map(ConfigEntry::name)
+                            .collect(java.util.stream.Collectors.toList()))
+                            .stream().map(config::get).collect(java.util.stream.Collectors.toList())) {
+                        OUT.println("config " + e.name() + "=" + e.value() + " source=" + e.source()
+                                + " synonyms=" + e.synonyms().size());
+                    }
+                    return 0;
+                }
+                case "alter-configs": {
+                    ConfigResource res = new ConfigResource(ConfigResource.Type.TOPIC, req(o, "topic"));
+                    List<AlterConfigOp> ops = new ArrayList<>();
+                    if (o.containsKey("set")) {
+                        keyValues(o.get("set")).forEach((k, v) ->
+                                ops.add(new AlterConfigOp(new ConfigEntry(k, v), AlterConfigOp.OpType.SET)));
+                    }
+                    if (o.containsKey("delete")) {
+                        for (String k : o.get("delete").split(",")) {
+                            ops.add(new AlterConfigOp(new ConfigEntry(k, null), AlterConfigOp.OpType.DELETE));
+                        }
+                    }
+                    admin.incrementalAlterConfigs(Collections.singletonMap(res, ops)).all().get();
+                    OUT.println("altered " + res.name() + " ops=" + ops.size());
+                    return 0;
+                }
+                case "delete-records": {
+                    TopicPartition tp = new TopicPartition(req(o, "topic"), Integer.parseInt(req(o, "partition")));
+                    long before = Long.parseLong(req(o, "before"));
+                    DeletedRecords d = admin.deleteRecords(Collections.singletonMap(tp, RecordsToDelete.beforeOffset(before)))
+                            .lowWatermarks().get(tp).get();
+                    OUT.println("low_watermark=" + d.lowWatermark());
+                    return 0;
+                }
+                case "first-offset":
+                    return firstOffset(o);
                 default:
                     usage("unknown admin command " + sub);
                     return 64;
             }
+        }
+    }
+
+    /** "a=1,b=2" as an ordered map. */
+    private static Map<String, String> keyValues(String text) {
+        Map<String, String> m = new java.util.LinkedHashMap<>();
+        for (String kv : text.split(",")) {
+            int eq = kv.indexOf('=');
+            if (eq <= 0) {
+                usage("expected k=v, got " + kv);
+            }
+            m.put(kv.substring(0, eq), kv.substring(eq + 1));
+        }
+        return m;
+    }
+
+    /** A consumer that seeks to the beginning of one partition: where it starts, and the first record it gets. */
+    private static int firstOffset(Map<String, String> o) throws Exception {
+        Properties p = new Properties();
+        p.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, req(o, "bootstrap"));
+        p.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false");
+        p.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "none");
+        p.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class.getName());
+        p.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class.getName());
+        TopicPartition tp = new TopicPartition(req(o, "topic"), Integer.parseInt(req(o, "partition")));
+        try (KafkaConsumer<byte[], byte[]> consumer = new KafkaConsumer<>(p)) {
+            consumer.assign(Collections.singleton(tp));
+            consumer.seekToBeginning(Collections.singleton(tp));
+            long position = consumer.position(tp, Duration.ofSeconds(30));
+            long deadline = System.currentTimeMillis() + 30000;
+            while (System.currentTimeMillis() < deadline) {
+                ConsumerRecords<byte[], byte[]> records = consumer.poll(Duration.ofMillis(500));
+                for (ConsumerRecord<byte[], byte[]> r : records.records(tp)) {
+                    OUT.println("position=" + position + " first_offset=" + r.offset());
+                    return 0;
+                }
+            }
+            OUT.println("position=" + position + " first_offset=none");
+            return 1;
         }
     }
 
