@@ -213,6 +213,29 @@ impl Client {
         self.receive(api_key, version)
     }
 
+    /// Like `call`, but `None` when the connection breaks (the broker was killed).
+    pub fn try_call(
+        &mut self,
+        api_key: i16,
+        version: i16,
+        body: RequestBody,
+    ) -> Option<ResponseBody> {
+        self.correlation_id += 1;
+        let header = RequestHeader {
+            api_key,
+            api_version: version,
+            correlation_id: self.correlation_id,
+            client_id: Some("sluice-test".to_string()),
+        };
+        self.stream
+            .write_all(&encode_request(&header, &body))
+            .ok()?;
+        let frame = self.read_frame()?;
+        decode_response(frame, api_key, version)
+            .ok()
+            .map(|(_, body)| body)
+    }
+
     /// Sends a request without reading the response.
     pub fn send(&mut self, api_key: i16, version: i16, body: RequestBody) -> i32 {
         self.correlation_id += 1;
@@ -274,6 +297,16 @@ pub fn create_topic(client: &mut Client, name: &str, partitions: i32) {
 
 /// Produces one batch (Produce v9) and returns (error code, base offset).
 pub fn produce(client: &mut Client, topic: &str, partition: i32, batch: Bytes) -> (i16, i64) {
+    try_produce(client, topic, partition, batch).expect("a produce response")
+}
+
+/// Like `produce`, but `None` when the connection breaks.
+pub fn try_produce(
+    client: &mut Client,
+    topic: &str,
+    partition: i32,
+    batch: Bytes,
+) -> Option<(i16, i64)> {
     use sluice_protocol::messages::produce::{
         PartitionProduceData, ProduceRequest, TopicProduceData,
     };
@@ -290,11 +323,12 @@ pub fn produce(client: &mut Client, topic: &str, partition: i32, batch: Bytes) -
             ..TopicProduceData::default()
         }],
     };
-    let ResponseBody::Produce(response) = client.call(0, 9, RequestBody::Produce(request)) else {
+    let ResponseBody::Produce(response) = client.try_call(0, 9, RequestBody::Produce(request))?
+    else {
         panic!("wrong response kind")
     };
     let p = &response.responses[0].partition_responses[0];
-    (p.error_code, p.base_offset)
+    Some((p.error_code, p.base_offset))
 }
 
 /// A Fetch v12 request for one partition.
