@@ -511,6 +511,8 @@ public final class Main {
                 }
                 case "first-offset":
                     return firstOffset(o);
+                case "offsets-for-times":
+                    return offsetsForTimes(o);
                 default:
                     usage("unknown admin command " + sub);
                     return 64;
@@ -529,6 +531,28 @@ public final class Main {
             m.put(kv.substring(0, eq), kv.substring(eq + 1));
         }
         return m;
+    }
+
+    /** KafkaConsumer.offsetsForTimes for one partition: the first record at or after --timestamp. */
+    private static int offsetsForTimes(Map<String, String> o) throws Exception {
+        Properties p = new Properties();
+        p.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, req(o, "bootstrap"));
+        p.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false");
+        p.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class.getName());
+        p.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class.getName());
+        TopicPartition tp = new TopicPartition(req(o, "topic"), Integer.parseInt(req(o, "partition")));
+        long timestamp = Long.parseLong(req(o, "timestamp"));
+        try (KafkaConsumer<byte[], byte[]> consumer = new KafkaConsumer<>(p)) {
+            Map<TopicPartition, org.apache.kafka.clients.consumer.OffsetAndTimestamp> found =
+                    consumer.offsetsForTimes(Collections.singletonMap(tp, timestamp), Duration.ofSeconds(30));
+            org.apache.kafka.clients.consumer.OffsetAndTimestamp ot = found.get(tp);
+            if (ot == null) {
+                OUT.println("offset=none");
+            } else {
+                OUT.println("offset=" + ot.offset() + " timestamp=" + ot.timestamp());
+            }
+            return 0;
+        }
     }
 
     /** A consumer that seeks to the beginning of one partition: where it starts, and the first record it gets. */
