@@ -324,8 +324,17 @@ impl Partition {
         &self,
         timestamp: i64,
     ) -> Result<Option<OffsetAndTimestamp>, ReplicaError> {
+        // The time index names the first batch that may hold it; scanning starts there.
+        let Some((start, _)) = self
+            .log
+            .offset_for_timestamp(timestamp)
+            .await
+            .map_err(out_of_range_or_storage)?
+        else {
+            return Ok(None);
+        };
         let mut found = None;
-        self.scan_batches(|header, batch| {
+        self.scan_batches_from(start, |header, batch| {
             if header.max_timestamp < timestamp {
                 return true;
             }
@@ -341,28 +350,21 @@ impl Partition {
     pub async fn fetch_max_timestamp_offset(
         &self,
     ) -> Result<Option<OffsetAndTimestamp>, ReplicaError> {
-        let mut best: Option<(RecordBatchHeader, Bytes)> = None;
-        self.scan_batches(|header, batch| {
-            if best
-                .as_ref()
-                .is_none_or(|(b, _)| header.max_timestamp > b.max_timestamp)
-            {
-                best = Some((header, batch.clone()));
-            }
-            true
+        let Some((start, max_timestamp)) = self
+            .log
+            .max_timestamp_offset()
+            .await
+            .map_err(out_of_range_or_storage)?
+        else {
+            return Ok(None);
+        };
+        let mut found = None;
+        self.scan_batches_from(start, |header, batch| {
+            found = first_record_at_or_after(&header, batch, max_timestamp);
+            false
         })
         .await?;
-        Ok(best.and_then(|(header, batch)| {
-            first_record_at_or_after(&header, &batch, header.max_timestamp)
-        }))
-    }
-
-    /// Visits every committed batch (header and bytes) until `visit` returns false.
-    async fn scan_batches(
-        &self,
-        visit: impl FnMut(RecordBatchHeader, &Bytes) -> bool,
-    ) -> Result<(), ReplicaError> {
-        self.scan_batches_from(self.log_start_offset(), visit).await
+        Ok(found)
     }
 
     /// Visits every committed batch from the one holding `offset`, until `visit` returns false.
