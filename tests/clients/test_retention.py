@@ -1,0 +1,42 @@
+"""Segments roll and expire as a topic's configs say: the Java AdminClient creates a topic with
+segment.bytes=1 MiB and retention.ms=4000; 4 MB produced by the Java producer rolls several
+segments; once they are older than retention.ms the broker's retention check deletes the closed
+ones (never the active one) and a consumer seeking to the beginning starts past offset 0."""
+
+import time
+
+BROKER_SETTINGS = {"log.retention.check.interval.ms": 300}
+TOPIC = "expire-java"
+
+
+def _segments(broker):
+    return sorted(p.name for p in (broker.data_dir / f"{TOPIC}-0").glob("*.log"))
+
+
+def _first_offset(java_tool, broker, tmp_path):
+    r = java_tool(["admin", "first-offset", "--bootstrap", broker.bootstrap, "--topic", TOPIC, "--partition", "0"],
+                  logdir=tmp_path, quick=True)
+    line = r.stdout.strip().splitlines()[-1]
+    return int(line.split()[0].split("=")[1]), line
+
+
+def test_segments_roll_and_expire(broker, java_tool, tmp_path):
+    bs = broker.bootstrap
+    r = java_tool(["admin", "create", "--bootstrap", bs, "--topic", TOPIC, "--partitions", "1",
+                   "--configs", "segment.bytes=1048576,retention.ms=4000"], logdir=tmp_path, quick=True)
+    assert f"created {TOPIC}" in r.stdout, r.stdout
+    r = java_tool(["produce", "--bootstrap", bs, "--topic", TOPIC, "--count", "4000", "--value-size", "1000"],
+                  logdir=tmp_path)
+    assert "acked=4000 failed=0" in r.stdout, r.stdout
+    rolled = _segments(broker)
+    assert len(rolled) >= 4, f"4 MB in 1 MiB segments rolls at least 4 times: {rolled}"
+
+    deadline = time.time() + 30
+    start, line = _first_offset(java_tool, broker, tmp_path)
+    while start == 0 and time.time() < deadline:
+        time.sleep(1)
+        start, line = _first_offset(java_tool, broker, tmp_path)
+    assert start > 0, f"expired segments were deleted: {line}"
+    remaining = _segments(broker)
+    assert 1 <= len(remaining) < len(rolled), f"closed segments deleted, the active one kept: {remaining}"
+    assert remaining[-1] == rolled[-1], "the active segment is never deleted"
