@@ -126,7 +126,7 @@ async fn serve(start: ShardStart) -> Result<(), String> {
     pump::spawn_pumps(ctx.clone(), receivers);
     log_manager::spawn_retention(ctx.clone());
     ctx.metadata_ready.wait().await;
-    spawn_producer_expiry(&ctx);
+    log_manager::spawn_producer_expiry(&ctx);
 
     let listener_config = config
         .listeners
@@ -153,40 +153,6 @@ async fn serve(start: ShardStart) -> Result<(), String> {
     mesh.close();
     info!(%shard_id, "shard stopped");
     Ok(())
-}
-
-/// Forgets idle producer ids on this shard's partitions every
-/// `producer.id.expiration.check.interval.ms` (Kafka's default, 10 minutes; or the expiration
-/// itself when that is shorter), until shutdown. Appends also check lazily.
-fn spawn_producer_expiry(ctx: &Rc<ShardContext>) {
-    const CHECK_INTERVAL_MS: u64 = 600_000;
-    let interval = std::time::Duration::from_millis(
-        CHECK_INTERVAL_MS.min(ctx.config.producer_id_expiration_ms.max(1) as u64),
-    );
-    let ctx = ctx.clone();
-    glommio::spawn_local(async move {
-        loop {
-            let stop = futures_lite::future::or(
-                async {
-                    glommio::timer::sleep(interval).await;
-                    false
-                },
-                async {
-                    ctx.shutdown.wait().await;
-                    true
-                },
-            )
-            .await;
-            if stop {
-                break;
-            }
-            let expired = ctx.replicas.remove_expired_producers();
-            if expired > 0 {
-                tracing::debug!(shard_id = %ctx.shard_id, expired, "expired idle producer ids");
-            }
-        }
-    })
-    .detach();
 }
 
 async fn accept_until_shutdown(ctx: &Rc<ShardContext>, listener: &TcpListener, connections: &Gate) {

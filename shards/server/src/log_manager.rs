@@ -1,20 +1,50 @@
-//! Kafka's LogManager background work on one shard: every `log.retention.check.interval.ms`,
-//! delete the segments that retention says must go, a bounded number per partition per tick,
-//! so a shard never stalls its requests on a long cleanup.
+//! Kafka's LogManager background work on one shard, each on its own timer until shutdown:
+//! retention every `log.retention.check.interval.ms` (a bounded number of segments per
+//! partition per tick, so a shard never stalls its requests on a long cleanup) and expiry of
+//! idle producer ids.
 
+use std::future::Future;
 use std::rc::Rc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use tracing::{info, warn};
+use tracing::{debug, info, warn};
 
 use crate::context::ShardContext;
 
 /// Segments one partition may delete per tick; the rest wait for the next tick.
 const SEGMENTS_PER_TICK_MAX: usize = 8;
+/// Kafka's `producer.id.expiration.check.interval.ms` default.
+const PRODUCER_EXPIRY_CHECK_INTERVAL_MS: u64 = 600_000;
 
-/// Starts the retention loop; it ends at shutdown.
+/// Starts the retention loop.
 pub fn spawn_retention(ctx: Rc<ShardContext>) {
     let interval = Duration::from_millis(ctx.config.log_retention_check_interval_ms);
+    every(
+        ctx,
+        interval,
+        |ctx| async move { retention_tick(&ctx).await },
+    );
+}
+
+/// Forgets idle producer ids every 10 minutes (or every `producer.id.expiration.ms` when that
+/// is shorter); appends also check lazily.
+pub fn spawn_producer_expiry(ctx: &Rc<ShardContext>) {
+    let expiration_ms = ctx.config.producer_id_expiration_ms.max(1) as u64;
+    let interval = Duration::from_millis(PRODUCER_EXPIRY_CHECK_INTERVAL_MS.min(expiration_ms));
+    every(ctx.clone(), interval, |ctx| async move {
+        let expired = ctx.replicas.remove_expired_producers();
+        if expired > 0 {
+            debug!(shard_id = %ctx.shard_id, expired, "expired idle producer ids");
+        }
+    });
+}
+
+/// Runs `tick` every `interval` on this shard until shutdown.
+fn every<F, Fut>(ctx: Rc<ShardContext>, interval: Duration, tick: F)
+where
+    F: Fn(Rc<ShardContext>) -> Fut + 'static,
+    Fut: Future<Output = ()>,
+{
     glommio::spawn_local(async move {
         loop {
             let stopped = futures_lite::future::or(
@@ -31,7 +61,7 @@ pub fn spawn_retention(ctx: Rc<ShardContext>) {
             if stopped {
                 return;
             }
-            retention_tick(&ctx).await;
+            tick(ctx.clone()).await;
         }
     })
     .detach();
