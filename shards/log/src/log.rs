@@ -112,7 +112,9 @@ struct LogState {
 pub struct Log {
     me: Weak<Log>,
     dir: PathBuf,
-    config: LogConfig,
+    /// Replaced at run time by [`Log::update_config`]; read (never borrowed across an await)
+    /// at the start of each append, roll check, read scan, flush-policy check and retention run.
+    config: RefCell<LogConfig>,
     clock: Rc<dyn Clock>,
     state: RefCell<LogState>,
     pub(crate) waiters: RefCell<Waiters>,
@@ -147,6 +149,26 @@ struct AppendSummary {
     offsets: i64,
     batches: usize,
     max_timestamp: i64,
+}
+
+/// Checks the framing and size of the batch at `pos` of the caller's batches.
+fn check_batch(
+    batches: &[u8],
+    pos: usize,
+    max_message_bytes: u32,
+) -> Result<BatchHeader, LogError> {
+    let rest = &batches[pos..];
+    let header = parse_header(rest).map_err(|e| invalid(pos, &e.to_string()))?;
+    if header.size < RECORD_BATCH_OVERHEAD || header.size > rest.len() {
+        return Err(invalid(pos, "batch length exceeds the data"));
+    }
+    if header.size > max_message_bytes as usize {
+        return Err(LogError::RecordBatchTooLarge {
+            size: header.size,
+            max: max_message_bytes,
+        });
+    }
+    Ok(header)
 }
 
 /// Header bytes read per I/O while looking for a batch in a segment.
@@ -193,7 +215,7 @@ impl Log {
         let log = Rc::new_cyclic(|me| Log {
             me: me.clone(),
             dir,
-            config,
+            config: RefCell::new(config),
             clock,
             state: RefCell::new(state),
             waiters: RefCell::new(Waiters::default()),
@@ -220,6 +242,12 @@ impl Log {
         self.state.borrow().segments.get(&base).cloned()
     }
 
+    /// The tail cache's byte limit (tests).
+    #[cfg(test)]
+    pub(crate) fn tail_cache_limit(&self) -> usize {
+        self.state.borrow().tail_cache.limit()
+    }
+
     /// Base offsets of the segments, oldest first (tests).
     #[cfg(test)]
     pub(crate) fn segment_bases(&self) -> Vec<i64> {
@@ -230,8 +258,23 @@ impl Log {
         &self.dir
     }
 
-    pub fn config(&self) -> &LogConfig {
-        &self.config
+    /// The settings in force (a copy).
+    pub fn config(&self) -> LogConfig {
+        self.config.borrow().clone()
+    }
+
+    /// Replaces the settings at run time (a topic's configs altered), as Kafka's
+    /// `updateConfig`: the next append, roll check, flush-policy check and retention run use
+    /// the new values; existing segments and their indexes are not rewritten. The tail cache
+    /// keeps its own limit (see [`Log::set_tail_cache_bytes`]); `config.tail_cache_bytes` is
+    /// ignored. A `flush_ms` timer already armed still fires at its old time.
+    pub fn update_config(&self, config: LogConfig) {
+        let mut current = self.config.borrow_mut();
+        let tail_cache_bytes = current.tail_cache_bytes;
+        *current = LogConfig {
+            tail_cache_bytes,
+            ..config
+        };
     }
 
     pub fn log_start_offset(&self) -> i64 {
@@ -312,9 +355,10 @@ impl Log {
             batches: 0,
             max_timestamp: -1,
         };
+        let max_message_bytes = self.config.borrow().max_message_bytes;
         let mut pos = 0;
         while pos < batches.len() {
-            let header = self.check_batch(batches, pos)?;
+            let header = check_batch(batches, pos, max_message_bytes)?;
             summary.offsets += header.offset_count();
             summary.batches += 1;
             summary.max_timestamp = summary.max_timestamp.max(header.max_timestamp);
@@ -324,21 +368,6 @@ impl Log {
             return Err(invalid(0, "no record batch"));
         }
         Ok(summary)
-    }
-
-    fn check_batch(&self, batches: &[u8], pos: usize) -> Result<BatchHeader, LogError> {
-        let rest = &batches[pos..];
-        let header = parse_header(rest).map_err(|e| invalid(pos, &e.to_string()))?;
-        if header.size < RECORD_BATCH_OVERHEAD || header.size > rest.len() {
-            return Err(invalid(pos, "batch length exceeds the data"));
-        }
-        if header.size > self.config.max_message_bytes as usize {
-            return Err(LogError::RecordBatchTooLarge {
-                size: header.size,
-                max: self.config.max_message_bytes,
-            });
-        }
-        Ok(header)
     }
 
     /// Synchronous part of an append: assigns offsets and a file position,
@@ -441,18 +470,18 @@ impl Log {
         summary: &AppendSummary,
         now_ms: i64,
     ) -> bool {
-        let full = active.size.get() + len as u64 > self.config.effective_segment_bytes();
+        let config = self.config.borrow();
+        let full = active.size.get() + len as u64 > config.effective_segment_bytes();
         let offsets_overflow = last_offset - active.base_offset > i32::MAX as i64;
         let index_full = active.offset_index.borrow().len() + summary.batches
-            > self.config.max_offset_index_entries()
-            || active.time_index.borrow().len() + summary.batches
-                > self.config.max_time_index_entries();
-        let time_due = self.config.segment_ms > 0 && {
+            > config.max_offset_index_entries()
+            || active.time_index.borrow().len() + summary.batches > config.max_time_index_entries();
+        let time_due = config.segment_ms > 0 && {
             let waited = match active.rolling_based_timestamp.get() {
                 Some(t) if t >= 0 => summary.max_timestamp.saturating_sub(t),
                 _ => now_ms.saturating_sub(active.created_ms),
             };
-            waited > self.config.segment_ms
+            waited > config.segment_ms
         };
         full || offsets_overflow || index_full || time_due
     }
@@ -469,6 +498,7 @@ impl Log {
         let mut index = segment.offset_index.borrow_mut();
         let mut time = segment.time_index.borrow_mut();
         let (index_from, time_from) = (index.len(), time.len());
+        let index_interval_bytes = self.config.borrow().index_interval_bytes;
         let mut offset = first_offset;
         let mut pos = 0usize;
         while pos < buf.len() {
@@ -486,12 +516,7 @@ impl Log {
                     .set(Some(header.max_timestamp));
             }
             time.observe(header.max_timestamp, relative);
-            if index.on_batch(
-                relative,
-                at,
-                header.size as u64,
-                self.config.index_interval_bytes,
-            ) {
+            if index.on_batch(relative, at, header.size as u64, index_interval_bytes) {
                 time.maybe_append();
             }
             offset = last + 1;
@@ -721,7 +746,8 @@ impl Log {
         scan_extra: u64,
         wanted: impl Fn(&BatchHeader) -> bool,
     ) -> Result<Option<Located>, LogError> {
-        let scan_len = MIN_SCAN_READ_BYTES.max(2 * u64::from(self.config.index_interval_bytes));
+        let scan_len =
+            MIN_SCAN_READ_BYTES.max(2 * u64::from(self.config.borrow().index_interval_bytes));
         let mut chunk_len = scan_len + scan_extra;
         let mut pos = plan.scan_from;
         while pos < plan.readable_size {
@@ -900,7 +926,7 @@ impl Log {
                 &candidates,
                 total,
                 st.log_start_offset,
-                &self.config,
+                &self.config.borrow(),
                 now_ms,
             )
             .min(max_segments);
@@ -1124,7 +1150,11 @@ impl Log {
 
     /// Kafka's `flush.messages` and `flush.ms`.
     async fn apply_flush_policy(&self) -> Result<(), LogError> {
-        if let Some(every) = self.config.flush_messages {
+        let (flush_messages, flush_ms) = {
+            let config = self.config.borrow();
+            (config.flush_messages, config.flush_ms)
+        };
+        if let Some(every) = flush_messages {
             let unflushed = {
                 let st = self.state.borrow();
                 st.readable_end.offset - st.recovery_point
@@ -1133,7 +1163,7 @@ impl Log {
                 self.flush().await?;
             }
         }
-        if let Some(ms) = self.config.flush_ms {
+        if let Some(ms) = flush_ms {
             self.arm_flush_timer(ms);
         }
         Ok(())

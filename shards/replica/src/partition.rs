@@ -4,7 +4,7 @@ use std::rc::Rc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
-use sluice_log::{Log, LogAppendInfo, LogError};
+use sluice_log::{Log, LogAppendInfo, LogConfig, LogError};
 use sluice_protocol::record_batch::{parse_header, read_records, RecordBatchHeader, RecordBatches};
 use tracing::{debug, info, warn};
 
@@ -80,6 +80,12 @@ impl Partition {
     /// Bounds the in-memory copy of the newest appends.
     pub fn set_tail_cache_bytes(&self, bytes: usize) {
         self.log.set_tail_cache_bytes(bytes);
+    }
+
+    /// Replaces the log's settings at run time (the topic's configs were altered): the next
+    /// append, roll check and retention run use them; existing segments stay as they are.
+    pub fn update_config(&self, config: LogConfig) {
+        self.log.update_config(config);
     }
 
     /// The current leader epoch.

@@ -19,6 +19,9 @@ pub struct ReplicaManager {
     tail_cache_budget_bytes: usize,
     producer_id_expiration_ms: i64,
     partitions: RefCell<HashMap<TopicIdPartition, Rc<Partition>>>,
+    /// The topic configs (Kafka's names) each hosted partition's log config was computed from,
+    /// so that a new metadata image can tell which partitions' configs changed.
+    topic_configs: RefCell<HashMap<TopicIdPartition, BTreeMap<String, String>>>,
 }
 
 impl ReplicaManager {
@@ -35,6 +38,7 @@ impl ReplicaManager {
             tail_cache_budget_bytes,
             producer_id_expiration_ms: DEFAULT_PRODUCER_ID_EXPIRATION_MS,
             partitions: RefCell::new(HashMap::new()),
+            topic_configs: RefCell::new(HashMap::new()),
         }
     }
 
@@ -93,13 +97,44 @@ impl ReplicaManager {
             return Ok(existing);
         }
         self.partitions.borrow_mut().insert(tp, partition.clone());
+        self.topic_configs.borrow_mut().insert(tp, configs.clone());
         self.share_tail_cache();
         Ok(partition)
+    }
+
+    /// Whether the partition is hosted and its log config was computed from topic configs other
+    /// than `configs`.
+    pub fn topic_configs_changed(
+        &self,
+        tp: &TopicIdPartition,
+        configs: &BTreeMap<String, String>,
+    ) -> bool {
+        self.partitions.borrow().contains_key(tp)
+            && self.topic_configs.borrow().get(tp) != Some(configs)
+    }
+
+    /// Applies altered topic configs to a hosted partition at run time: `log_config` (computed
+    /// from `configs`, see [`crate::log_config_with_overrides`]) replaces its log's settings for
+    /// the next append, roll check and retention run, and `configs` is remembered. Returns
+    /// whether the partition is hosted.
+    pub fn update_config(
+        &self,
+        tp: &TopicIdPartition,
+        configs: &BTreeMap<String, String>,
+        log_config: LogConfig,
+    ) -> bool {
+        let Some(partition) = self.get(tp) else {
+            return false;
+        };
+        partition.update_config(log_config);
+        self.topic_configs.borrow_mut().insert(*tp, configs.clone());
+        true
     }
 
     /// Stops hosting the partition and deletes its files.
     pub async fn delete_partition(&self, tp: &TopicIdPartition) -> Result<(), ReplicaError> {
         let removed = self.partitions.borrow_mut().remove(tp);
+        self.topic_configs.borrow_mut().remove(tp);
         if let Some(partition) = removed {
             self.share_tail_cache();
             partition.delete().await?;

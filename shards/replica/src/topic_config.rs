@@ -1,5 +1,6 @@
 //! A topic's config overrides (Kafka's topic config names, as the metadata image holds them)
-//! applied to the shard's base `LogConfig` when a partition log is opened.
+//! applied to the shard's base `LogConfig` when a partition log is opened, and again when the
+//! topic's configs are altered at run time.
 
 use std::collections::BTreeMap;
 

@@ -8,7 +8,8 @@ use std::time::Instant;
 
 use bytes::Bytes;
 use sluice_replica::{
-    FetchPartitionData, LogAppendInfo, OffsetAndTimestamp, ReplicaError, TopicIdPartition,
+    log_config_with_overrides, FetchPartitionData, LogAppendInfo, OffsetAndTimestamp, ReplicaError,
+    TopicIdPartition,
 };
 use sluice_shard::{FetchPartitionRequest, MetadataImage};
 use tracing::{error, info};
@@ -123,7 +124,9 @@ pub async fn delete_records(
 }
 
 /// Takes a new metadata image: opens the partitions it assigns to this shard, deletes the ones
-/// whose topic is gone, then makes the image visible to this shard's requests.
+/// whose topic is gone, applies altered topic configs to the logs of the others (Kafka's
+/// dynamic topic configs: the next append, roll and retention check use them), then makes the
+/// image visible to this shard's requests.
 pub async fn apply_metadata(ctx: &ShardContext, image: Arc<MetadataImage>) {
     for tp in image.shard_table.partitions_of(ctx.shard_id) {
         if ctx.replicas.get(&tp).is_some() {
@@ -151,6 +154,20 @@ pub async fn apply_metadata(ctx: &ShardContext, image: Arc<MetadataImage>) {
             if let Err(error) = ctx.replicas.delete_partition(&partition.tp).await {
                 error!(topic = %partition.topic, partition = partition.tp.partition, %error, "cannot delete partition log");
             }
+            continue;
+        }
+        let Some(topic) = image.topic_by_id(&partition.tp.topic_id) else {
+            continue;
+        };
+        if ctx
+            .replicas
+            .topic_configs_changed(&partition.tp, &topic.configs)
+        {
+            let log_config =
+                log_config_with_overrides(&crate::log_config(&ctx.config), &topic.configs);
+            info!(topic = %partition.topic, partition = partition.tp.partition, "applying altered topic configs");
+            ctx.replicas
+                .update_config(&partition.tp, &topic.configs, log_config);
         }
     }
     ctx.set_image(image);

@@ -851,3 +851,66 @@ fn empty_active_segment_after_recovery() {
         log.delete().await.unwrap();
     });
 }
+
+/// `update_config` at run time: the next append rolls at the new `segment_bytes`, the next
+/// retention run applies the new `retention_ms`, a lower `max_message_bytes` rejects at once;
+/// existing segments stay as they are and the tail cache keeps its limit.
+#[test]
+fn config_updates_apply_to_the_next_operation() {
+    run(|| async {
+        let log = Log::open(test_dir("update-config"), small_config())
+            .await
+            .unwrap();
+        log.set_tail_cache_bytes(2048);
+        // 101-byte batches: 5 in the 4096-byte active segment.
+        let batch = ts_batches(&[(1, 1_000)], 40);
+        assert_eq!(batch.len(), 101);
+        for _ in 0..5 {
+            log.append(&batch).await.unwrap();
+        }
+        assert_eq!(log.segment_bases(), vec![0]);
+
+        log.update_config(LogConfig {
+            segment_bytes: 1000,
+            ..small_config()
+        });
+        assert_eq!(log.config().segment_bytes, 1000);
+        assert_eq!(
+            log.config().tail_cache_bytes,
+            0,
+            "tail cache setting untouched"
+        );
+        assert_eq!(log.tail_cache_limit(), 2048);
+        for _ in 0..25 {
+            log.append(&batch).await.unwrap();
+        }
+        // The active segment (5 batches) fills up to 9, then every 9.
+        assert_eq!(log.segment_bases(), vec![0, 9, 18, 27]);
+
+        // Default retention (7 days): nothing is old enough yet.
+        let now = 1_000 + 10_000;
+        assert_eq!(log.run_retention(now, usize::MAX).await.unwrap(), 0);
+        log.update_config(LogConfig {
+            segment_bytes: 1000,
+            retention_ms: 5_000,
+            ..small_config()
+        });
+        // Every closed segment is past 5 s; the active one stays.
+        assert_eq!(log.run_retention(now, usize::MAX).await.unwrap(), 3);
+        assert_eq!(log.segment_bases(), vec![27]);
+        assert_eq!(log.log_start_offset(), 27);
+
+        log.update_config(LogConfig {
+            max_message_bytes: 100,
+            ..small_config()
+        });
+        assert!(matches!(
+            log.append(&batch).await,
+            Err(LogError::RecordBatchTooLarge {
+                size: 101,
+                max: 100
+            })
+        ));
+        log.delete().await.unwrap();
+    });
+}
