@@ -110,6 +110,7 @@ fn valid_frames() -> Vec<Vec<u8>> {
         ),
     ];
     bodies.push((0, vec![3, 9, 11], produce_body()));
+    bodies.extend(config_and_producer_bodies());
     let mut frames = Vec::new();
     for (api_key, versions, body) in &bodies {
         for version in versions {
@@ -123,6 +124,76 @@ fn valid_frames() -> Vec<Vec<u8>> {
         }
     }
     frames
+}
+
+/// The APIs of the segment-engine issue: InitProducerId, configs, DeleteRecords.
+fn config_and_producer_bodies() -> Vec<(i16, Vec<i16>, RequestBody)> {
+    use sluice_protocol::messages::delete_records::{
+        DeleteRecordsPartition, DeleteRecordsRequest, DeleteRecordsTopic,
+    };
+    use sluice_protocol::messages::describe_configs::{
+        DescribeConfigsRequest, DescribeConfigsResource,
+    };
+    use sluice_protocol::messages::incremental_alter_configs::{
+        AlterConfigsResource, AlterableConfig, IncrementalAlterConfigsRequest,
+    };
+    use sluice_protocol::messages::init_producer_id::InitProducerIdRequest;
+    const TOPIC_RESOURCE: i8 = 2;
+    vec![
+        (
+            22,
+            vec![0, 2, 3, 5],
+            RequestBody::InitProducerId(InitProducerIdRequest {
+                transactional_id: None,
+                transaction_timeout_ms: 60_000,
+                producer_id: -1,
+                producer_epoch: -1,
+            }),
+        ),
+        (
+            32,
+            vec![1, 3, 4],
+            RequestBody::DescribeConfigs(DescribeConfigsRequest {
+                resources: vec![DescribeConfigsResource {
+                    resource_type: TOPIC_RESOURCE,
+                    resource_name: "hostile".into(),
+                    configuration_keys: None,
+                }],
+                include_synonyms: true,
+                include_documentation: true,
+            }),
+        ),
+        (
+            44,
+            vec![0, 1],
+            RequestBody::IncrementalAlterConfigs(IncrementalAlterConfigsRequest {
+                resources: vec![AlterConfigsResource {
+                    resource_type: TOPIC_RESOURCE,
+                    resource_name: "hostile".into(),
+                    configs: vec![AlterableConfig {
+                        name: "retention.ms".into(),
+                        config_operation: 0,
+                        value: Some("60000".into()),
+                    }],
+                }],
+                validate_only: true,
+            }),
+        ),
+        (
+            21,
+            vec![0, 2],
+            RequestBody::DeleteRecords(DeleteRecordsRequest {
+                topics: vec![DeleteRecordsTopic {
+                    name: "hostile".into(),
+                    partitions: vec![DeleteRecordsPartition {
+                        partition_index: 1,
+                        offset: 0,
+                    }],
+                }],
+                timeout_ms: 1000,
+            }),
+        ),
+    ]
 }
 
 fn produce_body() -> RequestBody {
