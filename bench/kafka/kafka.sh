@@ -4,6 +4,10 @@
 #   kafka.sh start DIR PORT [key=value ...]   format storage in DIR, start, wait until ready;
 #                                             prints the broker's pid (also in DIR/kafka.pid)
 #   kafka.sh stop DIR                         SIGTERM, wait for exit (SIGKILL after 60 s)
+#   kafka.sh format DIR PORT [key=value ...]  only write DIR/server.properties and format DIR
+#   kafka.sh run DIR                          exec the broker in the foreground on an already
+#                                             formatted DIR (no format, output to stdout; the
+#                                             bench's timed restarts; $KAFKA_LIBS skips fetch.sh)
 #
 # The controller listens on PORT+1. Settings that the bench matches with Sluice's are given
 # as key=value (num.partitions, log.segment.bytes, log.flush.interval.messages, ...); they are
@@ -12,12 +16,13 @@
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 cmd="${1:-}"; dir="${2:-}"
-[[ -n "$cmd" && -n "$dir" ]] || { sed -n '2,12p' "$0"; exit 2; }
+[[ -n "$cmd" && -n "$dir" ]] || { sed -n '2,16p' "$0"; exit 2; }
 
-case "$cmd" in
-start)
-  port="${3:?port}"; shift 3
-  libs="$("$here/fetch.sh")"
+heap="${KAFKA_HEAP_OPTS:--Xmx1G -Xms1G}"
+jvm="-server -XX:+UseG1GC -XX:MaxGCPauseMillis=20 -XX:InitiatingHeapOccupancyPercent=35 -XX:+ExplicitGCInvokesConcurrent -XX:MaxInlineLevel=15 -Djava.awt.headless=true"
+log4j="-Dlog4j2.configurationFile=$here/log4j2-broker.properties"
+
+format_dir() {  # writes $dir/server.properties (port $port, extra key=value "$@") and formats $dir
   cport=$((port + 1))
   mkdir -p "$dir/data"
   dir="$(cd "$dir" && pwd)"
@@ -40,13 +45,17 @@ group.initial.rebalance.delay.ms=0
 auto.create.topics.enable=true
 PROPS
   for kv in "$@"; do echo "$kv" >> "$dir/server.properties"; done
-  heap="${KAFKA_HEAP_OPTS:--Xmx1G -Xms1G}"
-  jvm="-server -XX:+UseG1GC -XX:MaxGCPauseMillis=20 -XX:InitiatingHeapOccupancyPercent=35 -XX:+ExplicitGCInvokesConcurrent -XX:MaxInlineLevel=15 -Djava.awt.headless=true"
-  log4j="-Dlog4j2.configurationFile=$here/log4j2-broker.properties"
   echo "java $heap $jvm $log4j -cp '$libs/*' kafka.Kafka $dir/server.properties" > "$dir/command.txt"
   java -Xmx256m $log4j -cp "$libs/*" kafka.tools.StorageTool format --standalone \
       -t MkU3OEVBNTcwNTJENDM2Qg -c "$dir/server.properties" > "$dir/format.log" 2>&1 \
     || { cat "$dir/format.log" >&2; exit 1; }
+}
+
+case "$cmd" in
+start)
+  port="${3:?port}"; shift 3
+  libs="$("$here/fetch.sh")"
+  format_dir "$@"
   # shellcheck disable=SC2086
   nohup java $heap $jvm $log4j -cp "$libs/*" kafka.Kafka "$dir/server.properties" \
       > "$dir/kafka.log" 2>&1 < /dev/null &
@@ -63,6 +72,19 @@ PROPS
   kill "$pid" 2>/dev/null || true
   exit 1
   ;;
+format)
+  port="${3:?port}"; shift 3
+  libs="$("$here/fetch.sh")"
+  format_dir "$@"
+  ;;
+run)
+  [[ -f "$dir/server.properties" ]] || { echo "$dir is not formatted (kafka.sh format)" >&2; exit 1; }
+  libs="${KAFKA_LIBS:-$("$here/fetch.sh")}"
+  dir="$(cd "$dir" && pwd)"
+  echo "$$" > "$dir/kafka.pid"
+  # shellcheck disable=SC2086
+  exec java $heap $jvm $log4j -cp "$libs/*" kafka.Kafka "$dir/server.properties"
+  ;;
 stop)
   pidf="$dir/kafka.pid"
   [[ -f "$pidf" ]] || exit 0
@@ -74,5 +96,5 @@ stop)
   fi
   rm -f "$pidf"
   ;;
-*) sed -n '2,12p' "$0"; exit 2 ;;
+*) sed -n '2,16p' "$0"; exit 2 ;;
 esac
