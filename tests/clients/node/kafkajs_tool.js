@@ -1,0 +1,93 @@
+#!/usr/bin/env node
+// kafkajs CLI for tests/clients/test_kafkajs.py. Prints one JSON object on stdout; kafkajs logs (WARN+) go to stderr.
+//   node kafkajs_tool.js create  --bootstrap H:P --topic T --partitions N
+//   node kafkajs_tool.js produce --bootstrap H:P --topic T --count N [--idempotent true|false] [--compression none|gzip] [--batch 500]
+//   node kafkajs_tool.js inspect --bootstrap H:P --topic T      (fetchTopicMetadata, fetchTopicOffsets, describeConfigs)
+//   node kafkajs_tool.js delete  --bootstrap H:P --topic T
+//   node kafkajs_tool.js list    --bootstrap H:P
+// Records: key = k<seq>, value = k<seq>|<seq>|xxxxxxxxxxxxxxxx (the suite's format, see harness.py).
+'use strict';
+process.env.KAFKAJS_NO_PARTITIONER_WARNING = '1';
+const { Kafka, logLevel, CompressionTypes, ConfigResourceTypes } = require('kafkajs');
+
+function args() {
+  const a = { cmd: process.argv[2] };
+  for (let i = 3; i < process.argv.length; i += 2) a[process.argv[i].replace(/^--/, '')] = process.argv[i + 1];
+  return a;
+}
+
+function logCreator() {
+  return ({ level, log }) => {
+    const { message, ...extra } = log;
+    process.stderr.write(`[kafkajs ${level}] ${message} ${JSON.stringify(extra)}\n`);
+  };
+}
+
+async function main() {
+  const a = args();
+  const kafka = new Kafka({ clientId: 'sluice-kafkajs', brokers: [a.bootstrap], logLevel: logLevel.WARN, logCreator });
+  const topic = a.topic;
+  const out = {};
+  if (a.cmd === 'produce') {
+    const count = parseInt(a.count, 10);
+    const batch = parseInt(a.batch || '500', 10);
+    const idempotent = a.idempotent === 'true';
+    const compression = { none: CompressionTypes.None, gzip: CompressionTypes.GZIP }[a.compression || 'none'];
+    const producer = kafka.producer({ idempotent, maxInFlightRequests: idempotent ? 1 : undefined });
+    await producer.connect();
+    const t0 = Date.now();
+    const acks = [];
+    try {
+      for (let start = 0; start < count; start += batch) {
+        const messages = [];
+        for (let i = start; i < Math.min(count, start + batch); i++) {
+          messages.push({ key: `k${i}`, value: `k${i}|${i}|xxxxxxxxxxxxxxxx` });
+        }
+        const res = await producer.send({ topic, messages, acks: -1, compression });
+        // Within one send, each partition's messages keep their order: keys -> offsets base, base+1, ...
+        const byPartition = {};
+        for (const r of res) {
+          if (r.errorCode !== 0) throw new Error(`partition ${r.partition}: error code ${r.errorCode}`);
+          byPartition[r.partition] = parseInt(r.baseOffset, 10);
+        }
+        acks.push({ first: start, parts: byPartition });
+      }
+    } finally {
+      await producer.disconnect();
+    }
+    out.acks = acks;
+    out.seconds = (Date.now() - t0) / 1000;
+  } else {
+    const admin = kafka.admin();
+    await admin.connect();
+    try {
+      if (a.cmd === 'create') {
+        out.created = await admin.createTopics({ topics: [{ topic, numPartitions: parseInt(a.partitions, 10) }],
+          waitForLeaders: true });
+        out.metadata = await admin.fetchTopicMetadata({ topics: [topic] });
+      } else if (a.cmd === 'inspect') {
+        out.metadata = await admin.fetchTopicMetadata({ topics: [topic] });
+        out.offsets = await admin.fetchTopicOffsets(topic);
+        out.configs = await admin.describeConfigs({ includeSynonyms: false,
+          resources: [{ type: ConfigResourceTypes.TOPIC, name: topic }] });
+        out.topics = await admin.listTopics();
+      } else if (a.cmd === 'list') {
+        out.topics = await admin.listTopics();
+      } else if (a.cmd === 'delete') {
+        await admin.deleteTopics({ topics: [topic], timeout: 30000 });
+        out.topics = await admin.listTopics();
+      } else {
+        throw new Error(`unknown command ${a.cmd}`);
+      }
+    } finally {
+      await admin.disconnect();
+    }
+  }
+  process.stdout.write(JSON.stringify(out) + '\n');
+}
+
+main().catch((e) => {
+  process.stderr.write(`kafkajs_tool failed: ${e && e.stack ? e.stack : e}\n`);
+  if (e && e.type) process.stderr.write(`error type: ${e.type} code: ${e.code}\n`);
+  process.exit(1);
+});
