@@ -1101,43 +1101,42 @@ impl Log {
 
     /// Writes the `recovery-point` checkpoint if it changed.
     async fn checkpoint_recovery_point(&self) -> Result<(), LogError> {
-        let _permit = self.checkpoint_permit().await?;
-        if self.state.borrow().status == Status::Deleted {
-            return Ok(());
-        }
-        let value = self.recovery_point();
-        if self.checkpointed_recovery_point.get() == Some(value) {
-            return Ok(());
-        }
-        write_checkpoint(
-            &self.dir,
+        self.checkpoint(
             RECOVERY_POINT_FILE,
-            self.checkpoint_writer,
-            value,
+            Self::recovery_point,
+            &self.checkpointed_recovery_point,
         )
-        .await?;
-        self.checkpointed_recovery_point.set(Some(value));
-        Ok(())
+        .await
     }
 
     /// Writes the `log-start-offset` checkpoint if it changed.
     async fn checkpoint_log_start_offset(&self) -> Result<(), LogError> {
+        self.checkpoint(
+            LOG_START_OFFSET_FILE,
+            Self::log_start_offset,
+            &self.checkpointed_log_start_offset,
+        )
+        .await
+    }
+
+    /// Writes checkpoint `file` with `value` (read under the permit, so the newest value wins)
+    /// unless `written` says it already holds it.
+    async fn checkpoint(
+        &self,
+        file: &str,
+        value: fn(&Log) -> i64,
+        written: &Cell<Option<i64>>,
+    ) -> Result<(), LogError> {
         let _permit = self.checkpoint_permit().await?;
         if self.state.borrow().status == Status::Deleted {
             return Ok(());
         }
-        let value = self.log_start_offset();
-        if self.checkpointed_log_start_offset.get() == Some(value) {
+        let value = value(self);
+        if written.get() == Some(value) {
             return Ok(());
         }
-        write_checkpoint(
-            &self.dir,
-            LOG_START_OFFSET_FILE,
-            self.checkpoint_writer,
-            value,
-        )
-        .await?;
-        self.checkpointed_log_start_offset.set(Some(value));
+        write_checkpoint(&self.dir, file, self.checkpoint_writer, value).await?;
+        written.set(Some(value));
         Ok(())
     }
 
