@@ -213,12 +213,7 @@ impl QuorumController {
                 }
             }));
         }
-        if let Err(error) = self.commit(records).await {
-            results = results
-                .into_iter()
-                .map(|r| r.and_then(|_| Err(error.clone())))
-                .collect();
-        }
+        let results = self.commit_for(records, results).await;
         let _ = work.reply.send(results);
     }
 
@@ -338,12 +333,7 @@ impl QuorumController {
             }
             results.push(result);
         }
-        if let Err(error) = self.commit(records).await {
-            results = results
-                .into_iter()
-                .map(|r| r.and_then(|_| Err(error.clone())))
-                .collect();
-        }
+        let results = self.commit_for(records, results).await;
         let _ = work.reply.send(results);
     }
 
@@ -361,12 +351,7 @@ impl QuorumController {
                 }
             }));
         }
-        if let Err(error) = self.commit(records).await {
-            results = results
-                .into_iter()
-                .map(|r| r.and_then(|_| Err(error.clone())))
-                .collect();
-        }
+        let results = self.commit_for(records, results).await;
         let _ = work.reply.send(results);
     }
 
@@ -471,6 +456,22 @@ impl QuorumController {
             name: image.name.clone(),
             topic_id: image.topic_id,
         })
+    }
+
+    /// Commits `records`; if that fails, every result that had been accepted fails with the
+    /// commit's error (the refused ones keep their own).
+    async fn commit_for<T>(
+        &mut self,
+        records: Vec<MetadataRecord>,
+        results: Vec<Result<T, MetadataError>>,
+    ) -> Vec<Result<T, MetadataError>> {
+        match self.commit(records).await {
+            Ok(()) => results,
+            Err(error) => results
+                .into_iter()
+                .map(|r| r.and_then(|_| Err(error.clone())))
+                .collect(),
+        }
     }
 
     /// Makes records durable, applies them, and publishes the new image.
