@@ -130,6 +130,20 @@ pub fn run(config: BrokerConfig) -> Result<(), String> {
     Ok(())
 }
 
+/// How often every executor wakes up even when idle; see `wake_periodically`.
+const EXECUTOR_WAKE_INTERVAL: Duration = Duration::from_millis(20);
+
+/// Wakes the executor at a fixed interval for its whole life. A wake-up sent by another executor
+/// (a cross-executor channel message, including the mesh join at start) can be missed by an
+/// executor that is going to sleep at that moment — observed as a start-up hang in about one
+/// start in ten with two executors sharing a core under load. The message itself is queued;
+/// any later wake-up delivers it, so a periodic one bounds the delay to this interval.
+async fn wake_periodically() {
+    loop {
+        glommio::timer::sleep(EXECUTOR_WAKE_INTERVAL).await;
+    }
+}
+
 /// Spawns an executor and waits until it runs, so executor ids are assigned in call order.
 fn spawn_in_order<F, Fut>(
     builder: LocalExecutorBuilder,
@@ -141,9 +155,10 @@ where
 {
     let (running, is_running) = mpsc::channel();
     let handle = builder
-        .spawn(move || {
+        .spawn(move || async move {
             let _ = running.send(());
-            make()
+            glommio::spawn_local(wake_periodically()).detach();
+            make().await
         })
         .map_err(|e| format!("cannot start an executor: {e}"))?;
     is_running

@@ -33,10 +33,11 @@ fn advertises_what_it_serves_and_stops_cleanly() {
     assert!(range(1).is_some_and(|(_, max)| max >= 16), "Fetch");
     assert!(range(3).is_some_and(|(_, max)| max >= 12), "Metadata");
     assert_eq!(range(18), Some((0, 4)), "ApiVersions");
+    assert_eq!(range(11), Some((2, 9)), "JoinGroup");
     assert_eq!(
-        range(11),
+        range(28),
         None,
-        "JoinGroup is not served yet, so not advertised"
+        "TxnOffsetCommit is not served yet, so not advertised"
     );
     drop(client);
     let status = broker.stop();
@@ -85,12 +86,12 @@ fn unserved_apis_and_versions_get_unsupported_version() {
     let response = client.read_frame().expect("an answer, not silence");
     assert_eq!(&response[0..4], &7i32.to_be_bytes(), "correlation id");
     assert_eq!(&response[4..6], &35i16.to_be_bytes(), "UNSUPPORTED_VERSION");
-    // JoinGroup (not served): header and UNSUPPORTED_VERSION.
+    // TxnOffsetCommit (not served): header and UNSUPPORTED_VERSION.
     let mut join = Vec::new();
     let body: &[u8] = &[0, 0, 0, 0];
     let mut inner = Vec::new();
-    inner.extend_from_slice(&11i16.to_be_bytes());
-    inner.extend_from_slice(&5i16.to_be_bytes());
+    inner.extend_from_slice(&28i16.to_be_bytes());
+    inner.extend_from_slice(&0i16.to_be_bytes());
     inner.extend_from_slice(&8i32.to_be_bytes());
     inner.extend_from_slice(&(-1i16).to_be_bytes());
     inner.extend_from_slice(body);

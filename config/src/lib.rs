@@ -145,6 +145,26 @@ pub struct BrokerConfig {
     pub delete_topic_enable: bool,
     /// `producer.id.expiration.ms`: a partition forgets an idle producer id after this long.
     pub producer_id_expiration_ms: i64,
+    /// `group.min.session.timeout.ms`.
+    pub group_min_session_timeout_ms: i32,
+    /// `group.max.session.timeout.ms`.
+    pub group_max_session_timeout_ms: i32,
+    /// `group.initial.rebalance.delay.ms`.
+    pub group_initial_rebalance_delay_ms: i64,
+    /// `group.max.size`.
+    pub group_max_size: usize,
+    /// `offsets.topic.num.partitions`: partitions of `__consumer_offsets`.
+    pub offsets_topic_num_partitions: i32,
+    /// `offsets.topic.replication.factor`.
+    pub offsets_topic_replication_factor: i16,
+    /// `offsets.topic.segment.bytes`.
+    pub offsets_topic_segment_bytes: i64,
+    /// `offsets.retention.minutes`.
+    pub offsets_retention_minutes: i64,
+    /// `offsets.retention.check.interval.ms`.
+    pub offsets_retention_check_interval_ms: u64,
+    /// `offset.metadata.max.bytes`.
+    pub offset_metadata_max_bytes: usize,
     /// `sluice.broker.partitions.max`: bound on hosted partitions (each costs files and memory).
     pub sluice_broker_partitions_max: usize,
     /// `sluice.shard.tail.cache.bytes`: per-shard budget of the partitions' tail caches.
@@ -264,6 +284,16 @@ impl BrokerConfig {
             auto_create_topics_enable: true,
             delete_topic_enable: true,
             producer_id_expiration_ms: 86_400_000,
+            group_min_session_timeout_ms: 6_000,
+            group_max_session_timeout_ms: 1_800_000,
+            group_initial_rebalance_delay_ms: 3_000,
+            group_max_size: i32::MAX as usize,
+            offsets_topic_num_partitions: 50,
+            offsets_topic_replication_factor: 1,
+            offsets_topic_segment_bytes: 104_857_600,
+            offsets_retention_minutes: 10_080,
+            offsets_retention_check_interval_ms: 600_000,
+            offset_metadata_max_bytes: 4096,
             sluice_broker_partitions_max: 100_000,
             sluice_shard_tail_cache_bytes: 32 << 20,
             sluice_shards: 0,

@@ -184,6 +184,86 @@ pub static SETTINGS: &[Setting] = &[
         },
     },
     Setting {
+        name: "group.min.session.timeout.ms",
+        doc: "Shortest session timeout a consumer group member may ask for.",
+        apply: |c, v| {
+            c.group_min_session_timeout_ms = int_in(v, 1, i32::MAX as i64)? as i32;
+            Ok(())
+        },
+    },
+    Setting {
+        name: "group.max.session.timeout.ms",
+        doc: "Longest session timeout a consumer group member may ask for.",
+        apply: |c, v| {
+            c.group_max_session_timeout_ms = int_in(v, 1, i32::MAX as i64)? as i32;
+            Ok(())
+        },
+    },
+    Setting {
+        name: "group.initial.rebalance.delay.ms",
+        doc: "How long the first rebalance of an empty group waits for more members to join.",
+        apply: |c, v| {
+            c.group_initial_rebalance_delay_ms = int_in(v, 0, i32::MAX as i64)?;
+            Ok(())
+        },
+    },
+    Setting {
+        name: "group.max.size",
+        doc: "Most members of one consumer group.",
+        apply: |c, v| {
+            c.group_max_size = int_in(v, 1, i32::MAX as i64)? as usize;
+            Ok(())
+        },
+    },
+    Setting {
+        name: "offsets.topic.num.partitions",
+        doc: "Partitions of __consumer_offsets (fixed once the topic exists).",
+        apply: |c, v| {
+            c.offsets_topic_num_partitions = int_in(v, 1, 10_000)? as i32;
+            Ok(())
+        },
+    },
+    Setting {
+        name: "offsets.topic.replication.factor",
+        doc: "Replication factor of __consumer_offsets (capped by the live brokers).",
+        apply: |c, v| {
+            c.offsets_topic_replication_factor = int_in(v, 1, i16::MAX as i64)? as i16;
+            Ok(())
+        },
+    },
+    Setting {
+        name: "offsets.topic.segment.bytes",
+        doc: "Segment size of __consumer_offsets.",
+        apply: |c, v| {
+            c.offsets_topic_segment_bytes = int_in(v, 1 << 14, i32::MAX as i64)?;
+            Ok(())
+        },
+    },
+    Setting {
+        name: "offsets.retention.minutes",
+        doc: "How long committed offsets are kept after a group empties (or after the commit, without group management).",
+        apply: |c, v| {
+            c.offsets_retention_minutes = int_in(v, 1, i32::MAX as i64)?;
+            Ok(())
+        },
+    },
+    Setting {
+        name: "offsets.retention.check.interval.ms",
+        doc: "How often expired offsets are looked for.",
+        apply: |c, v| {
+            c.offsets_retention_check_interval_ms = int_in(v, 1, i64::MAX)? as u64;
+            Ok(())
+        },
+    },
+    Setting {
+        name: "offset.metadata.max.bytes",
+        doc: "Longest metadata string of an offset commit.",
+        apply: |c, v| {
+            c.offset_metadata_max_bytes = int_in(v, 0, i32::MAX as i64)? as usize;
+            Ok(())
+        },
+    },
+    Setting {
         name: "sluice.broker.partitions.max",
         doc: "Most partitions this broker hosts; CreateTopics beyond it fails with INVALID_PARTITIONS.",
         apply: |c, v| {

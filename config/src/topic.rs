@@ -378,6 +378,22 @@ fn broker_setting_value(c: &BrokerConfig, name: &str) -> (Option<String>, Config
         "auto.create.topics.enable" => (s(c.auto_create_topics_enable.to_string()), Boolean),
         "delete.topic.enable" => (s(c.delete_topic_enable.to_string()), Boolean),
         "producer.id.expiration.ms" => (s(c.producer_id_expiration_ms.to_string()), Int),
+        "group.min.session.timeout.ms" => (s(c.group_min_session_timeout_ms.to_string()), Int),
+        "group.max.session.timeout.ms" => (s(c.group_max_session_timeout_ms.to_string()), Int),
+        "group.initial.rebalance.delay.ms" => {
+            (s(c.group_initial_rebalance_delay_ms.to_string()), Int)
+        }
+        "group.max.size" => (s(c.group_max_size.to_string()), Int),
+        "offsets.topic.num.partitions" => (s(c.offsets_topic_num_partitions.to_string()), Int),
+        "offsets.topic.replication.factor" => {
+            (s(c.offsets_topic_replication_factor.to_string()), Short)
+        }
+        "offsets.topic.segment.bytes" => (s(c.offsets_topic_segment_bytes.to_string()), Int),
+        "offsets.retention.minutes" => (s(c.offsets_retention_minutes.to_string()), Int),
+        "offsets.retention.check.interval.ms" => {
+            (s(c.offsets_retention_check_interval_ms.to_string()), Long)
+        }
+        "offset.metadata.max.bytes" => (s(c.offset_metadata_max_bytes.to_string()), Int),
         "sluice.broker.partitions.max" => (s(c.sluice_broker_partitions_max.to_string()), Int),
         "sluice.shard.tail.cache.bytes" => (s(c.sluice_shard_tail_cache_bytes.to_string()), Long),
         "sluice.shards" => (s(c.sluice_shards.to_string()), Int),

@@ -145,7 +145,15 @@ class Broker:
             self._proc = subprocess.Popen([str(SLUICE_BIN), "--config", str(cfg), *self.extra_args], stdout=log,
                                           stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env)
             log.close()
-        self._wait_ready(timeout)
+        try:
+            self._wait_ready(timeout)
+        except AssertionError:
+            # A broker that did not come up is not left running (the fixture never stops it).
+            p = self._popen()
+            if p is not None and p.poll() is None:
+                p.kill()
+                p.wait(timeout=30)
+            raise
 
     def _wait_ready(self, timeout: float) -> None:
         deadline = time.time() + timeout

@@ -1,9 +1,10 @@
 //! Kafka API keys, flexible-version boundaries and the ranges Sluice implements.
 
 use crate::messages::{
-    alter_configs, api_versions, create_topics, delete_records, delete_topics, describe_cluster,
-    describe_configs, fetch, incremental_alter_configs, init_producer_id, list_offsets, metadata,
-    produce,
+    alter_configs, api_versions, create_topics, delete_groups, delete_records, delete_topics,
+    describe_cluster, describe_configs, describe_groups, fetch, find_coordinator, heartbeat,
+    incremental_alter_configs, init_producer_id, join_group, leave_group, list_groups,
+    list_offsets, metadata, offset_commit, offset_delete, offset_fetch, produce, sync_group,
 };
 
 macro_rules! api_keys {
@@ -218,6 +219,61 @@ pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
         init_producer_id::MIN_VERSION,
         init_producer_id::MAX_VERSION,
     ),
+    (
+        ApiKey::OffsetCommit,
+        offset_commit::MIN_VERSION,
+        offset_commit::MAX_VERSION,
+    ),
+    (
+        ApiKey::OffsetFetch,
+        offset_fetch::MIN_VERSION,
+        offset_fetch::MAX_VERSION,
+    ),
+    (
+        ApiKey::FindCoordinator,
+        find_coordinator::MIN_VERSION,
+        find_coordinator::MAX_VERSION,
+    ),
+    (
+        ApiKey::JoinGroup,
+        join_group::MIN_VERSION,
+        join_group::MAX_VERSION,
+    ),
+    (
+        ApiKey::Heartbeat,
+        heartbeat::MIN_VERSION,
+        heartbeat::MAX_VERSION,
+    ),
+    (
+        ApiKey::LeaveGroup,
+        leave_group::MIN_VERSION,
+        leave_group::MAX_VERSION,
+    ),
+    (
+        ApiKey::SyncGroup,
+        sync_group::MIN_VERSION,
+        sync_group::MAX_VERSION,
+    ),
+    (
+        ApiKey::DescribeGroups,
+        describe_groups::MIN_VERSION,
+        describe_groups::MAX_VERSION,
+    ),
+    (
+        ApiKey::ListGroups,
+        list_groups::MIN_VERSION,
+        list_groups::MAX_VERSION,
+    ),
+    (
+        ApiKey::DeleteGroups,
+        delete_groups::MIN_VERSION,
+        delete_groups::MAX_VERSION,
+    ),
+    (
+        ApiKey::OffsetDelete,
+        offset_delete::MIN_VERSION,
+        offset_delete::MAX_VERSION,
+    ),
 ];
 
 /// The first flexible version of an implemented API, `None` for others.
@@ -236,6 +292,17 @@ pub fn flexible_min_version(api_key: i16) -> Option<i16> {
         ApiKey::IncrementalAlterConfigs => Some(incremental_alter_configs::FLEXIBLE_MIN_VERSION),
         ApiKey::DeleteRecords => Some(delete_records::FLEXIBLE_MIN_VERSION),
         ApiKey::InitProducerId => Some(init_producer_id::FLEXIBLE_MIN_VERSION),
+        ApiKey::OffsetCommit => Some(offset_commit::FLEXIBLE_MIN_VERSION),
+        ApiKey::OffsetFetch => Some(offset_fetch::FLEXIBLE_MIN_VERSION),
+        ApiKey::FindCoordinator => Some(find_coordinator::FLEXIBLE_MIN_VERSION),
+        ApiKey::JoinGroup => Some(join_group::FLEXIBLE_MIN_VERSION),
+        ApiKey::Heartbeat => Some(heartbeat::FLEXIBLE_MIN_VERSION),
+        ApiKey::LeaveGroup => Some(leave_group::FLEXIBLE_MIN_VERSION),
+        ApiKey::SyncGroup => Some(sync_group::FLEXIBLE_MIN_VERSION),
+        ApiKey::DescribeGroups => Some(describe_groups::FLEXIBLE_MIN_VERSION),
+        ApiKey::ListGroups => Some(list_groups::FLEXIBLE_MIN_VERSION),
+        ApiKey::DeleteGroups => Some(delete_groups::FLEXIBLE_MIN_VERSION),
+        ApiKey::OffsetDelete => Some(offset_delete::FLEXIBLE_MIN_VERSION),
         _ => None,
     }
 }
@@ -268,9 +335,16 @@ mod tests {
         assert!(is_flexible(18, 3));
         assert!(!is_flexible(18, 2));
         assert!(is_flexible(60, 0));
-        assert!(!is_flexible(8, 10)); // not implemented
+        assert!(is_flexible(8, 10)); // above our max, still parsed as flexible
+        assert!(!is_flexible(8, 7));
+        assert!(!is_flexible(47, 0));
+        assert!(!is_flexible(28, 3)); // not implemented
         assert!(ApiKey::Fetch.supports(17));
         assert!(!ApiKey::Fetch.supports(3));
-        assert!(!ApiKey::OffsetCommit.supports(0));
+        assert!(!ApiKey::OffsetCommit.supports(1));
+        assert!(ApiKey::OffsetCommit.supports(9));
+        assert!(!ApiKey::OffsetCommit.supports(10));
+        assert!(!ApiKey::JoinGroup.supports(1));
+        assert!(!ApiKey::OffsetFetch.supports(0));
     }
 }

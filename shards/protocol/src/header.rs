@@ -123,9 +123,9 @@ mod tests {
 
     #[test]
     fn unimplemented_api_header_stops_after_client_id() {
-        // OffsetCommit v9 would be flexible in Kafka, but we don't implement it:
+        // TxnOffsetCommit v3 would be flexible in Kafka, but we don't implement it:
         // the body (here 0xAA) must be left for the broker untouched.
-        let raw = [0, 8, 0, 9, 0, 0, 0, 7, 0, 1, b'c', 0xAA];
+        let raw = [0, 28, 0, 3, 0, 0, 0, 7, 0, 1, b'c', 0xAA];
         let mut d = Decoder::new(Bytes::copy_from_slice(&raw));
         let h = RequestHeader::decode(&mut d).unwrap();
         assert_eq!(h.correlation_id, 7);

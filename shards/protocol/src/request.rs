@@ -12,18 +12,29 @@ use crate::header::{response_header_version, RequestHeader, ResponseHeader};
 use crate::messages::alter_configs::{AlterConfigsRequest, AlterConfigsResponse};
 use crate::messages::api_versions::{self, ApiVersionsRequest, ApiVersionsResponse};
 use crate::messages::create_topics::{CreateTopicsRequest, CreateTopicsResponse};
+use crate::messages::delete_groups::{DeleteGroupsRequest, DeleteGroupsResponse};
 use crate::messages::delete_records::{DeleteRecordsRequest, DeleteRecordsResponse};
 use crate::messages::delete_topics::{DeleteTopicsRequest, DeleteTopicsResponse};
 use crate::messages::describe_cluster::{DescribeClusterRequest, DescribeClusterResponse};
 use crate::messages::describe_configs::{DescribeConfigsRequest, DescribeConfigsResponse};
+use crate::messages::describe_groups::{DescribeGroupsRequest, DescribeGroupsResponse};
 use crate::messages::fetch::{FetchRequest, FetchResponse};
+use crate::messages::find_coordinator::{FindCoordinatorRequest, FindCoordinatorResponse};
+use crate::messages::heartbeat::{HeartbeatRequest, HeartbeatResponse};
 use crate::messages::incremental_alter_configs::{
     IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse,
 };
 use crate::messages::init_producer_id::{InitProducerIdRequest, InitProducerIdResponse};
+use crate::messages::join_group::{JoinGroupRequest, JoinGroupResponse};
+use crate::messages::leave_group::{LeaveGroupRequest, LeaveGroupResponse};
+use crate::messages::list_groups::{ListGroupsRequest, ListGroupsResponse};
 use crate::messages::list_offsets::{ListOffsetsRequest, ListOffsetsResponse};
 use crate::messages::metadata::{MetadataRequest, MetadataResponse};
+use crate::messages::offset_commit::{OffsetCommitRequest, OffsetCommitResponse};
+use crate::messages::offset_delete::{OffsetDeleteRequest, OffsetDeleteResponse};
+use crate::messages::offset_fetch::{OffsetFetchRequest, OffsetFetchResponse};
 use crate::messages::produce::{ProduceRequest, ProduceResponse};
+use crate::messages::sync_group::{SyncGroupRequest, SyncGroupResponse};
 
 macro_rules! bodies {
     ($($variant:ident($req:ty, $resp:ty)),* $(,)?) => {
@@ -117,6 +128,17 @@ bodies! {
     IncrementalAlterConfigs(IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse),
     DeleteRecords(DeleteRecordsRequest, DeleteRecordsResponse),
     InitProducerId(InitProducerIdRequest, InitProducerIdResponse),
+    OffsetCommit(OffsetCommitRequest, OffsetCommitResponse),
+    OffsetFetch(OffsetFetchRequest, OffsetFetchResponse),
+    FindCoordinator(FindCoordinatorRequest, FindCoordinatorResponse),
+    JoinGroup(JoinGroupRequest, JoinGroupResponse),
+    Heartbeat(HeartbeatRequest, HeartbeatResponse),
+    LeaveGroup(LeaveGroupRequest, LeaveGroupResponse),
+    SyncGroup(SyncGroupRequest, SyncGroupResponse),
+    DescribeGroups(DescribeGroupsRequest, DescribeGroupsResponse),
+    ListGroups(ListGroupsRequest, ListGroupsResponse),
+    DeleteGroups(DeleteGroupsRequest, DeleteGroupsResponse),
+    OffsetDelete(OffsetDeleteRequest, OffsetDeleteResponse),
 }
 
 /// A request frame that could not be decoded. `header` is kept whenever it was

@@ -244,3 +244,927 @@ fn metadata_v9_response_uses_header_v1() {
     ]);
     assert_eq!(&encode_response(9, 3, 9, &body)[..], &expected[..]);
 }
+
+// ---------------------------------------------------------------------------
+// Consumer-group APIs: one non-flexible and one flexible frame each, written
+// field by field from Kafka's JSON schemas. The helpers below only spell the
+// primitive encodings (big-endian ints, int16-length strings, compact strings
+// with length + 1 as a one-byte varint for these short values).
+
+use sluice_protocol::decode_response;
+use sluice_protocol::messages::{
+    delete_groups as dg, describe_groups as dgr, find_coordinator as fc, heartbeat as hb,
+    join_group as jg, leave_group as lg, list_groups as lgr, offset_commit as oc,
+    offset_delete as od, offset_fetch as of, sync_group as sg,
+};
+
+/// Request header v1 (classic) or v2 (flexible: + empty tag section), null client id.
+fn req_hdr(key: i16, version: i16, correlation_id: i32, flexible: bool) -> Vec<u8> {
+    let mut b = key.to_be_bytes().to_vec();
+    b.extend_from_slice(&version.to_be_bytes());
+    b.extend_from_slice(&correlation_id.to_be_bytes());
+    b.extend_from_slice(&[0xff, 0xff]);
+    if flexible {
+        b.push(0x00);
+    }
+    b
+}
+
+fn header(key: i16, version: i16, correlation_id: i32) -> RequestHeader {
+    RequestHeader {
+        api_key: key,
+        api_version: version,
+        correlation_id,
+        client_id: None,
+    }
+}
+
+/// int16-length string.
+fn s16(s: &str) -> Vec<u8> {
+    let mut b = (s.len() as i16).to_be_bytes().to_vec();
+    b.extend_from_slice(s.as_bytes());
+    b
+}
+
+/// Compact string: unsigned varint length + 1 (one byte below 127).
+fn cs(s: &str) -> Vec<u8> {
+    assert!(s.len() < 127);
+    let mut b = vec![s.len() as u8 + 1];
+    b.extend_from_slice(s.as_bytes());
+    b
+}
+
+fn cat(parts: &[&[u8]]) -> Vec<u8> {
+    parts.concat()
+}
+
+fn check_response(
+    expected_body: Vec<u8>,
+    key: i16,
+    version: i16,
+    flexible: bool,
+    body: ResponseBody,
+) {
+    let mut b = 99i32.to_be_bytes().to_vec(); // correlation_id 99
+    if flexible {
+        b.push(0x00); // response header v1 tags
+    }
+    b.extend_from_slice(&expected_body);
+    let expected = frame(&b);
+    assert_eq!(
+        &encode_response(99, key, version, &body)[..],
+        &expected[..],
+        "encode"
+    );
+    let (h, back) =
+        decode_response(Bytes::from(expected).slice(4..), key, version).expect("decode");
+    assert_eq!(h.correlation_id, 99);
+    assert_eq!(back, body, "decode");
+}
+
+#[test]
+fn find_coordinator_v1_request_and_v0_response() {
+    let b = cat(&[&req_hdr(10, 1, 1, false), &s16("tx-1"), &[0x01]]); // key, key_type 1
+    check_request(
+        frame(&b),
+        header(10, 1, 1),
+        RequestBody::FindCoordinator(fc::FindCoordinatorRequest {
+            key: "tx-1".into(),
+            key_type: 1,
+            coordinator_keys: vec![],
+        }),
+    );
+    let body = cat(&[
+        &[0x00, 0x00],             // error_code
+        &[0x00, 0x00, 0x00, 0x02], // node_id 2
+        &s16("b2"),
+        &[0x00, 0x00, 0x23, 0x84], // port 9092
+    ]);
+    check_response(
+        body,
+        10,
+        0,
+        false,
+        ResponseBody::FindCoordinator(fc::FindCoordinatorResponse {
+            node_id: 2,
+            host: "b2".into(),
+            port: 9092,
+            ..Default::default()
+        }),
+    );
+}
+
+#[test]
+fn find_coordinator_v4_batched_request_and_response() {
+    let b = cat(&[
+        &req_hdr(10, 4, 2, true),
+        &[0x00], // key_type 0 (group); no Key in v4+
+        &[0x03], // coordinator_keys: compact array of 2
+        &cs("g1"),
+        &cs("g2"),
+        &[0x00], // body tags
+    ]);
+    check_request(
+        frame(&b),
+        header(10, 4, 2),
+        RequestBody::FindCoordinator(fc::FindCoordinatorRequest {
+            key: String::new(),
+            key_type: 0,
+            coordinator_keys: vec!["g1".into(), "g2".into()],
+        }),
+    );
+    let body = cat(&[
+        &[0x00, 0x00, 0x00, 0x00], // throttle_time_ms
+        &[0x02],                   // coordinators: 1
+        &cs("g1"),
+        &[0x00, 0x00, 0x00, 0x01], // node_id 1
+        &cs("b1"),
+        &[0x00, 0x00, 0x23, 0x84], // port 9092
+        &[0x00, 0x00],             // error_code
+        &[0x00],                   // error_message null
+        &[0x00, 0x00],             // entry tags, body tags
+    ]);
+    check_response(
+        body,
+        10,
+        4,
+        true,
+        ResponseBody::FindCoordinator(fc::FindCoordinatorResponse {
+            coordinators: vec![fc::Coordinator {
+                key: "g1".into(),
+                node_id: 1,
+                host: "b1".into(),
+                port: 9092,
+                error_code: 0,
+                error_message: None,
+            }],
+            ..Default::default()
+        }),
+    );
+}
+
+#[test]
+fn join_group_v5_request_and_v2_response() {
+    let b = cat(&[
+        &req_hdr(11, 5, 3, false),
+        &s16("g"),
+        &[0x00, 0x00, 0x27, 0x10], // session_timeout_ms 10000
+        &[0x00, 0x00, 0x75, 0x30], // rebalance_timeout_ms 30000
+        &s16(""),                  // member_id
+        &[0xff, 0xff],             // group_instance_id null
+        &s16("consumer"),
+        &[0x00, 0x00, 0x00, 0x01], // protocols: 1
+        &s16("range"),
+        &[0x00, 0x00, 0x00, 0x02, 0xab, 0xcd], // metadata: int32 length 2
+    ]);
+    check_request(
+        frame(&b),
+        header(11, 5, 3),
+        RequestBody::JoinGroup(jg::JoinGroupRequest {
+            group_id: "g".into(),
+            session_timeout_ms: 10_000,
+            rebalance_timeout_ms: 30_000,
+            member_id: String::new(),
+            group_instance_id: None,
+            protocol_type: "consumer".into(),
+            protocols: vec![jg::JoinGroupRequestProtocol {
+                name: "range".into(),
+                metadata: Bytes::from_static(&[0xab, 0xcd]),
+            }],
+            reason: None,
+        }),
+    );
+    let body = cat(&[
+        &[0x00, 0x00, 0x00, 0x00], // throttle
+        &[0x00, 0x4f],             // error_code 79 MEMBER_ID_REQUIRED
+        &[0xff, 0xff, 0xff, 0xff], // generation_id -1
+        &s16(""),                  // protocol_name
+        &s16(""),                  // leader
+        &s16("m-1"),               // member_id
+        &[0x00, 0x00, 0x00, 0x00], // members: 0
+    ]);
+    check_response(
+        body,
+        11,
+        2,
+        false,
+        ResponseBody::JoinGroup(jg::JoinGroupResponse {
+            error_code: 79,
+            member_id: "m-1".into(),
+            ..Default::default()
+        }),
+    );
+}
+
+#[test]
+fn join_group_v9_request_and_response() {
+    let b = cat(&[
+        &req_hdr(11, 9, 4, true),
+        &cs("g"),
+        &[0x00, 0x00, 0x27, 0x10],
+        &[0x00, 0x00, 0x75, 0x30],
+        &cs("m-1"),
+        &cs("i-1"), // group_instance_id
+        &cs("consumer"),
+        &[0x02], // protocols: 1
+        &cs("range"),
+        &[0x03, 0xab, 0xcd], // metadata: compact bytes, 2 + 1
+        &[0x00],             // protocol tags
+        &cs("why"),          // reason
+        &[0x00],             // body tags
+    ]);
+    check_request(
+        frame(&b),
+        header(11, 9, 4),
+        RequestBody::JoinGroup(jg::JoinGroupRequest {
+            group_id: "g".into(),
+            session_timeout_ms: 10_000,
+            rebalance_timeout_ms: 30_000,
+            member_id: "m-1".into(),
+            group_instance_id: Some("i-1".into()),
+            protocol_type: "consumer".into(),
+            protocols: vec![jg::JoinGroupRequestProtocol {
+                name: "range".into(),
+                metadata: Bytes::from_static(&[0xab, 0xcd]),
+            }],
+            reason: Some("why".into()),
+        }),
+    );
+    let body = cat(&[
+        &[0x00, 0x00, 0x00, 0x00], // throttle
+        &[0x00, 0x00],             // error_code
+        &[0x00, 0x00, 0x00, 0x05], // generation_id 5
+        &cs("consumer"),           // protocol_type
+        &cs("range"),              // protocol_name
+        &cs("m-1"),                // leader
+        &[0x01],                   // skip_assignment
+        &cs("m-1"),                // member_id
+        &[0x02],                   // members: 1
+        &cs("m-1"),
+        &[0x00], // group_instance_id null
+        &[0x01], // metadata: empty compact bytes
+        &[0x00], // member tags
+        &[0x00], // body tags
+    ]);
+    check_response(
+        body,
+        11,
+        9,
+        true,
+        ResponseBody::JoinGroup(jg::JoinGroupResponse {
+            throttle_time_ms: 0,
+            error_code: 0,
+            generation_id: 5,
+            protocol_type: Some("consumer".into()),
+            protocol_name: Some("range".into()),
+            leader: "m-1".into(),
+            skip_assignment: true,
+            member_id: "m-1".into(),
+            members: vec![jg::JoinGroupResponseMember {
+                member_id: "m-1".into(),
+                group_instance_id: None,
+                metadata: Bytes::new(),
+            }],
+        }),
+    );
+}
+
+#[test]
+fn heartbeat_v0_and_v4() {
+    let b = cat(&[
+        &req_hdr(12, 0, 5, false),
+        &s16("g"),
+        &[0x00, 0x00, 0x00, 0x05],
+        &s16("m-1"),
+    ]);
+    let req = |v: i16| hb::HeartbeatRequest {
+        group_id: "g".into(),
+        generation_id: 5,
+        member_id: "m-1".into(),
+        group_instance_id: (v >= 3).then(|| "i".into()),
+    };
+    check_request(frame(&b), header(12, 0, 5), RequestBody::Heartbeat(req(0)));
+    let b = cat(&[
+        &req_hdr(12, 4, 6, true),
+        &cs("g"),
+        &[0x00, 0x00, 0x00, 0x05],
+        &cs("m-1"),
+        &cs("i"),
+        &[0x00],
+    ]);
+    check_request(frame(&b), header(12, 4, 6), RequestBody::Heartbeat(req(4)));
+    check_response(
+        vec![0x00, 0x00], // v0: error_code only
+        12,
+        0,
+        false,
+        ResponseBody::Heartbeat(hb::HeartbeatResponse::default()),
+    );
+    check_response(
+        vec![0x00, 0x00, 0x00, 0x07, 0x00, 0x1b, 0x00], // throttle 7, REBALANCE_IN_PROGRESS, tags
+        12,
+        4,
+        true,
+        ResponseBody::Heartbeat(hb::HeartbeatResponse {
+            throttle_time_ms: 7,
+            error_code: 27,
+        }),
+    );
+}
+
+#[test]
+fn leave_group_v2_and_v5() {
+    let b = cat(&[&req_hdr(13, 2, 7, false), &s16("g"), &s16("m-1")]);
+    check_request(
+        frame(&b),
+        header(13, 2, 7),
+        RequestBody::LeaveGroup(lg::LeaveGroupRequest {
+            group_id: "g".into(),
+            member_id: "m-1".into(),
+            members: vec![],
+        }),
+    );
+    let b = cat(&[
+        &req_hdr(13, 5, 8, true),
+        &cs("g"),
+        &[0x02], // members: 1
+        &cs("m-1"),
+        &[0x00], // group_instance_id null
+        &cs("bye"),
+        &[0x00, 0x00], // member tags, body tags
+    ]);
+    check_request(
+        frame(&b),
+        header(13, 5, 8),
+        RequestBody::LeaveGroup(lg::LeaveGroupRequest {
+            group_id: "g".into(),
+            member_id: String::new(),
+            members: vec![lg::MemberIdentity {
+                member_id: "m-1".into(),
+                group_instance_id: None,
+                reason: Some("bye".into()),
+            }],
+        }),
+    );
+    check_response(
+        vec![0x00, 0x00, 0x00, 0x00, 0x00, 0x00], // v2: throttle, error_code
+        13,
+        2,
+        false,
+        ResponseBody::LeaveGroup(lg::LeaveGroupResponse::default()),
+    );
+    let body = cat(&[
+        &[0x00, 0x00, 0x00, 0x00, 0x00, 0x00], // throttle, error_code
+        &[0x02],
+        &cs("m-1"),
+        &cs("i"),
+        &[0x00, 0x19], // UNKNOWN_MEMBER_ID
+        &[0x00, 0x00],
+    ]);
+    check_response(
+        body,
+        13,
+        5,
+        true,
+        ResponseBody::LeaveGroup(lg::LeaveGroupResponse {
+            throttle_time_ms: 0,
+            error_code: 0,
+            members: vec![lg::MemberResponse {
+                member_id: "m-1".into(),
+                group_instance_id: Some("i".into()),
+                error_code: 25,
+            }],
+        }),
+    );
+}
+
+#[test]
+fn sync_group_v3_and_v5() {
+    let b = cat(&[
+        &req_hdr(14, 3, 9, false),
+        &s16("g"),
+        &[0x00, 0x00, 0x00, 0x05],
+        &s16("m-1"),
+        &s16("i"),
+        &[0x00, 0x00, 0x00, 0x01],
+        &s16("m-1"),
+        &[0x00, 0x00, 0x00, 0x01, 0x7f], // assignment: 1 byte
+    ]);
+    check_request(
+        frame(&b),
+        header(14, 3, 9),
+        RequestBody::SyncGroup(sg::SyncGroupRequest {
+            group_id: "g".into(),
+            generation_id: 5,
+            member_id: "m-1".into(),
+            group_instance_id: Some("i".into()),
+            protocol_type: None,
+            protocol_name: None,
+            assignments: vec![sg::SyncGroupRequestAssignment {
+                member_id: "m-1".into(),
+                assignment: Bytes::from_static(&[0x7f]),
+            }],
+        }),
+    );
+    let b = cat(&[
+        &req_hdr(14, 5, 10, true),
+        &cs("g"),
+        &[0x00, 0x00, 0x00, 0x05],
+        &cs("m-2"),
+        &[0x00], // group_instance_id null
+        &cs("consumer"),
+        &cs("range"),
+        &[0x01], // assignments: empty (a follower)
+        &[0x00],
+    ]);
+    check_request(
+        frame(&b),
+        header(14, 5, 10),
+        RequestBody::SyncGroup(sg::SyncGroupRequest {
+            group_id: "g".into(),
+            generation_id: 5,
+            member_id: "m-2".into(),
+            group_instance_id: None,
+            protocol_type: Some("consumer".into()),
+            protocol_name: Some("range".into()),
+            assignments: vec![],
+        }),
+    );
+    check_response(
+        // throttle, error_code, assignment: int32 length 2
+        vec![0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 0x01, 0x02],
+        14,
+        3,
+        false,
+        ResponseBody::SyncGroup(sg::SyncGroupResponse {
+            assignment: Bytes::from_static(&[1, 2]),
+            ..Default::default()
+        }),
+    );
+    let body = cat(&[
+        &[0x00, 0x00, 0x00, 0x00, 0x00, 0x00],
+        &cs("consumer"),
+        &cs("range"),
+        &[0x03, 0x01, 0x02], // compact bytes, 2 + 1
+        &[0x00],
+    ]);
+    check_response(
+        body,
+        14,
+        5,
+        true,
+        ResponseBody::SyncGroup(sg::SyncGroupResponse {
+            throttle_time_ms: 0,
+            error_code: 0,
+            protocol_type: Some("consumer".into()),
+            protocol_name: Some("range".into()),
+            assignment: Bytes::from_static(&[1, 2]),
+        }),
+    );
+}
+
+#[test]
+fn describe_groups_v0_and_v6() {
+    let b = cat(&[
+        &req_hdr(15, 0, 11, false),
+        &[0x00, 0x00, 0x00, 0x01],
+        &s16("g"),
+    ]);
+    check_request(
+        frame(&b),
+        header(15, 0, 11),
+        RequestBody::DescribeGroups(dgr::DescribeGroupsRequest {
+            groups: vec!["g".into()],
+            include_authorized_operations: false,
+        }),
+    );
+    let b = cat(&[&req_hdr(15, 6, 12, true), &[0x02], &cs("g"), &[0x01, 0x00]]);
+    check_request(
+        frame(&b),
+        header(15, 6, 12),
+        RequestBody::DescribeGroups(dgr::DescribeGroupsRequest {
+            groups: vec!["g".into()],
+            include_authorized_operations: true,
+        }),
+    );
+    let body = cat(&[
+        &[0x00, 0x00, 0x00, 0x01], // groups: 1
+        &[0x00, 0x00],             // error_code
+        &s16("g"),
+        &s16("Stable"),
+        &s16("consumer"),
+        &s16("range"),
+        &[0x00, 0x00, 0x00, 0x01], // members: 1
+        &s16("m-1"),
+        &s16("c"),
+        &s16("/h"),
+        &[0x00, 0x00, 0x00, 0x01, 0x0a], // member_metadata
+        &[0x00, 0x00, 0x00, 0x00],       // member_assignment: empty
+    ]);
+    check_response(
+        body,
+        15,
+        0,
+        false,
+        ResponseBody::DescribeGroups(dgr::DescribeGroupsResponse {
+            throttle_time_ms: 0,
+            groups: vec![dgr::DescribedGroup {
+                group_id: "g".into(),
+                group_state: "Stable".into(),
+                protocol_type: "consumer".into(),
+                protocol_data: "range".into(),
+                members: vec![dgr::DescribedGroupMember {
+                    member_id: "m-1".into(),
+                    group_instance_id: None,
+                    client_id: "c".into(),
+                    client_host: "/h".into(),
+                    member_metadata: Bytes::from_static(&[0x0a]),
+                    member_assignment: Bytes::new(),
+                }],
+                ..Default::default()
+            }],
+        }),
+    );
+    let body = cat(&[
+        &[0x00, 0x00, 0x00, 0x00], // throttle
+        &[0x02],                   // groups: 1
+        &[0x00, 0x45],             // error_code 69 GROUP_ID_NOT_FOUND
+        &cs("nope"),               // error_message
+        &cs("x"),                  // group_id
+        &cs("Dead"),
+        &[0x01, 0x01],             // protocol_type, protocol_data: empty
+        &[0x01],                   // members: empty
+        &[0x80, 0x00, 0x00, 0x00], // authorized_operations i32::MIN
+        &[0x00, 0x00],
+    ]);
+    check_response(
+        body,
+        15,
+        6,
+        true,
+        ResponseBody::DescribeGroups(dgr::DescribeGroupsResponse {
+            throttle_time_ms: 0,
+            groups: vec![dgr::DescribedGroup {
+                error_code: 69,
+                error_message: Some("nope".into()),
+                group_id: "x".into(),
+                group_state: "Dead".into(),
+                ..Default::default()
+            }],
+        }),
+    );
+}
+
+#[test]
+fn list_groups_v2_and_v5() {
+    // v0-2 requests have an empty body.
+    check_request(
+        frame(&req_hdr(16, 2, 13, false)),
+        header(16, 2, 13),
+        RequestBody::ListGroups(lgr::ListGroupsRequest::default()),
+    );
+    let b = cat(&[
+        &req_hdr(16, 5, 14, true),
+        &[0x02],
+        &cs("Stable"),
+        &[0x01, 0x00],
+    ]);
+    check_request(
+        frame(&b),
+        header(16, 5, 14),
+        RequestBody::ListGroups(lgr::ListGroupsRequest {
+            states_filter: vec!["Stable".into()],
+            types_filter: vec![],
+        }),
+    );
+    let body = cat(&[
+        &[0x00, 0x00, 0x00, 0x00, 0x00, 0x00], // throttle, error_code
+        &[0x00, 0x00, 0x00, 0x01],
+        &s16("g"),
+        &s16("consumer"),
+    ]);
+    let group = |v: i16| lgr::ListedGroup {
+        group_id: "g".into(),
+        protocol_type: "consumer".into(),
+        group_state: if v >= 4 {
+            "Stable".into()
+        } else {
+            String::new()
+        },
+        group_type: if v >= 5 {
+            "classic".into()
+        } else {
+            String::new()
+        },
+    };
+    check_response(
+        body,
+        16,
+        2,
+        false,
+        ResponseBody::ListGroups(lgr::ListGroupsResponse {
+            groups: vec![group(2)],
+            ..Default::default()
+        }),
+    );
+    let body = cat(&[
+        &[0x00, 0x00, 0x00, 0x00, 0x00, 0x00],
+        &[0x02],
+        &cs("g"),
+        &cs("consumer"),
+        &cs("Stable"),
+        &cs("classic"),
+        &[0x00, 0x00],
+    ]);
+    check_response(
+        body,
+        16,
+        5,
+        true,
+        ResponseBody::ListGroups(lgr::ListGroupsResponse {
+            groups: vec![group(5)],
+            ..Default::default()
+        }),
+    );
+}
+
+#[test]
+fn offset_commit_v2_and_v9() {
+    let b = cat(&[
+        &req_hdr(8, 2, 15, false),
+        &s16("g"),
+        &[0x00, 0x00, 0x00, 0x03], // generation 3
+        &s16("m-1"),
+        &[0xff; 8],                // retention_time_ms -1
+        &[0x00, 0x00, 0x00, 0x01], // topics: 1
+        &s16("t"),
+        &[0x00, 0x00, 0x00, 0x01], // partitions: 1
+        &[0x00, 0x00, 0x00, 0x00],
+        &[0, 0, 0, 0, 0, 0, 0, 0x64], // offset 100
+        &[0xff, 0xff],                // metadata null
+    ]);
+    let req = |v: i16| oc::OffsetCommitRequest {
+        group_id: "g".into(),
+        generation_id_or_member_epoch: 3,
+        member_id: "m-1".into(),
+        group_instance_id: None,
+        retention_time_ms: -1,
+        topics: vec![oc::OffsetCommitRequestTopic {
+            name: "t".into(),
+            partitions: vec![oc::OffsetCommitRequestPartition {
+                partition_index: 0,
+                committed_offset: 100,
+                committed_leader_epoch: if v >= 6 { 4 } else { -1 },
+                committed_metadata: if v >= 6 { Some(String::new()) } else { None },
+            }],
+        }],
+    };
+    check_request(
+        frame(&b),
+        header(8, 2, 15),
+        RequestBody::OffsetCommit(req(2)),
+    );
+    let b = cat(&[
+        &req_hdr(8, 9, 16, true),
+        &cs("g"),
+        &[0x00, 0x00, 0x00, 0x03],
+        &cs("m-1"),
+        &[0x00], // group_instance_id null; no retention in v5+
+        &[0x02],
+        &cs("t"),
+        &[0x02],
+        &[0x00, 0x00, 0x00, 0x00],
+        &[0, 0, 0, 0, 0, 0, 0, 0x64],
+        &[0x00, 0x00, 0x00, 0x04], // committed_leader_epoch 4
+        &[0x01],                   // metadata: "" (compact, 0 + 1)
+        &[0x00, 0x00, 0x00],       // partition, topic, body tags
+    ]);
+    check_request(
+        frame(&b),
+        header(8, 9, 16),
+        RequestBody::OffsetCommit(req(9)),
+    );
+    let resp = oc::OffsetCommitResponse {
+        throttle_time_ms: 0,
+        topics: vec![oc::OffsetCommitResponseTopic {
+            name: "t".into(),
+            partitions: vec![oc::OffsetCommitResponsePartition {
+                partition_index: 0,
+                error_code: 22, // ILLEGAL_GENERATION
+            }],
+        }],
+    };
+    let body = cat(&[
+        &[0x00, 0x00, 0x00, 0x01],
+        &s16("t"),
+        &[0x00, 0x00, 0x00, 0x01],
+        &[0x00, 0x00, 0x00, 0x00, 0x00, 0x16],
+    ]);
+    check_response(body, 8, 2, false, ResponseBody::OffsetCommit(resp.clone()));
+    let body = cat(&[
+        &[0x00, 0x00, 0x00, 0x00], // throttle (v3+)
+        &[0x02],
+        &cs("t"),
+        &[0x02],
+        &[0x00, 0x00, 0x00, 0x00, 0x00, 0x16],
+        &[0x00, 0x00, 0x00],
+    ]);
+    check_response(body, 8, 9, true, ResponseBody::OffsetCommit(resp));
+}
+
+#[test]
+fn offset_fetch_v1_and_v9() {
+    let b = cat(&[
+        &req_hdr(9, 1, 17, false),
+        &s16("g"),
+        &[0x00, 0x00, 0x00, 0x01],
+        &s16("t"),
+        &[0x00, 0x00, 0x00, 0x02, 0, 0, 0, 0, 0, 0, 0, 1], // partition_indexes [0, 1]
+    ]);
+    let topics = vec![of::OffsetFetchRequestTopic {
+        name: "t".into(),
+        partition_indexes: vec![0, 1],
+    }];
+    check_request(
+        frame(&b),
+        header(9, 1, 17),
+        RequestBody::OffsetFetch(of::OffsetFetchRequest {
+            group_id: "g".into(),
+            topics: Some(topics.clone()),
+            groups: vec![],
+            require_stable: false,
+        }),
+    );
+    let b = cat(&[
+        &req_hdr(9, 9, 18, true),
+        &[0x03], // groups: 2
+        &cs("g"),
+        &cs("m-1"),                // member_id
+        &[0x00, 0x00, 0x00, 0x02], // member_epoch 2
+        &[0x02],                   // topics: 1
+        &cs("t"),
+        &[0x03, 0, 0, 0, 0, 0, 0, 0, 1], // partition_indexes: compact [0, 1]
+        &[0x00],                         // topic tags
+        &[0x00],                         // group tags
+        &cs("h"),
+        &[0x00],                   // member_id null
+        &[0xff, 0xff, 0xff, 0xff], // member_epoch -1
+        &[0x00],                   // topics: null (all)
+        &[0x00],                   // group tags
+        &[0x01],                   // require_stable
+        &[0x00],                   // body tags
+    ]);
+    check_request(
+        frame(&b),
+        header(9, 9, 18),
+        RequestBody::OffsetFetch(of::OffsetFetchRequest {
+            group_id: String::new(),
+            topics: None,
+            groups: vec![
+                of::OffsetFetchRequestGroup {
+                    group_id: "g".into(),
+                    member_id: Some("m-1".into()),
+                    member_epoch: 2,
+                    topics: Some(topics),
+                },
+                of::OffsetFetchRequestGroup {
+                    group_id: "h".into(),
+                    member_id: None,
+                    member_epoch: -1,
+                    topics: None,
+                },
+            ],
+            require_stable: true,
+        }),
+    );
+    let partition = |epoch: i32| of::OffsetFetchResponsePartition {
+        partition_index: 1,
+        committed_offset: 7,
+        committed_leader_epoch: epoch,
+        metadata: None,
+        error_code: 0,
+    };
+    let body = cat(&[
+        &[0x00, 0x00, 0x00, 0x01],
+        &s16("t"),
+        &[0x00, 0x00, 0x00, 0x01],
+        &[0x00, 0x00, 0x00, 0x01],    // partition 1
+        &[0, 0, 0, 0, 0, 0, 0, 0x07], // committed_offset 7
+        &[0xff, 0xff],                // metadata null
+        &[0x00, 0x00],                // error_code
+    ]);
+    check_response(
+        body,
+        9,
+        1,
+        false,
+        ResponseBody::OffsetFetch(of::OffsetFetchResponse {
+            topics: vec![of::OffsetFetchResponseTopic {
+                name: "t".into(),
+                partitions: vec![partition(-1)],
+            }],
+            ..Default::default()
+        }),
+    );
+    let body = cat(&[
+        &[0x00, 0x00, 0x00, 0x00], // throttle
+        &[0x02],                   // groups: 1
+        &cs("g"),
+        &[0x02],
+        &cs("t"),
+        &[0x02],
+        &[0x00, 0x00, 0x00, 0x01],
+        &[0, 0, 0, 0, 0, 0, 0, 0x07],
+        &[0x00, 0x00, 0x00, 0x03], // committed_leader_epoch 3
+        &[0x00],                   // metadata null
+        &[0x00, 0x00],             // error_code
+        &[0x00, 0x00],             // partition, topic tags
+        &[0x00, 0x00],             // group error_code
+        &[0x00, 0x00],             // group tags, body tags
+    ]);
+    check_response(
+        body,
+        9,
+        9,
+        true,
+        ResponseBody::OffsetFetch(of::OffsetFetchResponse {
+            groups: vec![of::OffsetFetchResponseGroup {
+                group_id: "g".into(),
+                topics: vec![of::OffsetFetchResponseTopic {
+                    name: "t".into(),
+                    partitions: vec![partition(3)],
+                }],
+                error_code: 0,
+            }],
+            ..Default::default()
+        }),
+    );
+}
+
+#[test]
+fn delete_groups_v0_and_v2() {
+    let req = RequestBody::DeleteGroups(dg::DeleteGroupsRequest {
+        groups_names: vec!["g".into()],
+    });
+    let b = cat(&[&req_hdr(42, 0, 19, false), &[0, 0, 0, 1], &s16("g")]);
+    check_request(frame(&b), header(42, 0, 19), req.clone());
+    let b = cat(&[&req_hdr(42, 2, 20, true), &[0x02], &cs("g"), &[0x00]]);
+    check_request(frame(&b), header(42, 2, 20), req);
+    let resp = ResponseBody::DeleteGroups(dg::DeleteGroupsResponse {
+        throttle_time_ms: 0,
+        results: vec![dg::DeletableGroupResult {
+            group_id: "g".into(),
+            error_code: 68, // NON_EMPTY_GROUP
+        }],
+    });
+    let body = cat(&[&[0, 0, 0, 0, 0, 0, 0, 1], &s16("g"), &[0x00, 0x44]]);
+    check_response(body, 42, 0, false, resp.clone());
+    let body = cat(&[&[0, 0, 0, 0, 0x02], &cs("g"), &[0x00, 0x44, 0x00, 0x00]]);
+    check_response(body, 42, 2, true, resp);
+}
+
+#[test]
+fn offset_delete_v0() {
+    let b = cat(&[
+        &req_hdr(47, 0, 21, false),
+        &s16("g"),
+        &[0, 0, 0, 1],
+        &s16("t"),
+        &[0, 0, 0, 1, 0, 0, 0, 2], // partitions: [2]
+    ]);
+    check_request(
+        frame(&b),
+        header(47, 0, 21),
+        RequestBody::OffsetDelete(od::OffsetDeleteRequest {
+            group_id: "g".into(),
+            topics: vec![od::OffsetDeleteRequestTopic {
+                name: "t".into(),
+                partitions: vec![od::OffsetDeleteRequestPartition { partition_index: 2 }],
+            }],
+        }),
+    );
+    let body = cat(&[
+        &[0x00, 0x00],             // error_code
+        &[0x00, 0x00, 0x00, 0x00], // throttle (after the error code here)
+        &[0, 0, 0, 1],
+        &s16("t"),
+        &[0, 0, 0, 1, 0, 0, 0, 2, 0x00, 0x56], // partition 2, GROUP_SUBSCRIBED_TO_TOPIC (86)
+    ]);
+    check_response(
+        body,
+        47,
+        0,
+        false,
+        ResponseBody::OffsetDelete(od::OffsetDeleteResponse {
+            error_code: 0,
+            throttle_time_ms: 0,
+            topics: vec![od::OffsetDeleteResponseTopic {
+                name: "t".into(),
+                partitions: vec![od::OffsetDeleteResponsePartition {
+                    partition_index: 2,
+                    error_code: 86,
+                }],
+            }],
+        }),
+    );
+}

@@ -47,8 +47,12 @@ pub async fn serve(ctx: Rc<ShardContext>, mut stream: TcpStream) {
         .map(|a| a.to_string())
         .unwrap_or_else(|_| "?".to_string());
     let _ = stream.set_nodelay(true);
+    let client_host = stream
+        .peer_addr()
+        .map(|a| format!("/{}", a.ip()))
+        .unwrap_or_else(|_| "/".to_string());
     let mut reader = FrameReader::new(ctx.config.socket_request_max_bytes);
-    match serve_frames(&ctx, &mut stream, &mut reader).await {
+    match serve_frames(&ctx, &mut stream, &mut reader, &client_host).await {
         Ok(()) => debug!(%peer, "connection closed"),
         Err(ConnectionError::Io(error)) => {
             debug!(%peer, %error, "connection closed on socket error")
@@ -62,6 +66,7 @@ async fn serve_frames(
     ctx: &ShardContext,
     stream: &mut TcpStream,
     reader: &mut FrameReader,
+    client_host: &str,
 ) -> Result<(), ConnectionError> {
     loop {
         let frame = if reader.has_frame()? {
@@ -78,7 +83,7 @@ async fn serve_frames(
                 Some(Err(error)) => return Err(error),
             }
         };
-        match dispatch(ctx, frame).await {
+        match dispatch(ctx, frame, client_host).await {
             Outcome::Respond(segments) => socket_io::write_segments(stream, &segments).await?,
             Outcome::NoResponse => {}
             Outcome::Close => return Err(ConnectionError::Unanswerable),

@@ -9,6 +9,7 @@ use sluice_config::BrokerConfig;
 use sluice_replica::ReplicaManager;
 use sluice_shard::{LocalSignal, MetadataImage, ShardId, ShardMesh};
 
+use crate::group_manager::GroupManager;
 use crate::producer_ids::ProducerIdAllocator;
 
 /// Per-shard state, shared by that shard's tasks as `Rc<ShardContext>`.
@@ -27,6 +28,8 @@ pub struct ShardContext {
     pub metadata_ready: LocalSignal,
     /// This shard's block of producer ids.
     pub producer_ids: ProducerIdAllocator,
+    /// The group coordinator of the `__consumer_offsets` partitions this shard owns.
+    pub groups: Rc<GroupManager>,
     image: RefCell<Arc<MetadataImage>>,
 }
 
@@ -46,6 +49,7 @@ impl ShardContext {
             shutdown: LocalSignal::new(),
             metadata_ready: LocalSignal::new(),
             producer_ids: ProducerIdAllocator::default(),
+            groups: Rc::new(GroupManager::default()),
             image: RefCell::new(Arc::new(MetadataImage::default())),
         }
     }

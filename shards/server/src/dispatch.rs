@@ -20,8 +20,8 @@ pub enum Outcome {
     Close,
 }
 
-/// Handles one request frame.
-pub async fn dispatch(ctx: &ShardContext, frame: Bytes) -> Outcome {
+/// Handles one request frame from the peer at `client_host` ("/" + IP).
+pub async fn dispatch(ctx: &ShardContext, frame: Bytes, client_host: &str) -> Outcome {
     let (header, request) = match decode_request(frame) {
         Ok(decoded) => decoded,
         Err(error) => return handlers::unsupported::answer(&error),
@@ -71,6 +71,43 @@ pub async fn dispatch(ctx: &ShardContext, frame: Bytes) -> Outcome {
         ),
         RequestBody::DeleteRecords(r) => {
             ResponseBody::DeleteRecords(handlers::delete_records::handle(ctx, version, r).await)
+        }
+        RequestBody::FindCoordinator(r) => {
+            ResponseBody::FindCoordinator(handlers::find_coordinator::handle(ctx, version, r).await)
+        }
+        RequestBody::JoinGroup(r) => {
+            let client = handlers::ClientInfo {
+                client_id: header.client_id.clone().unwrap_or_default(),
+                client_host: client_host.to_string(),
+            };
+            ResponseBody::JoinGroup(handlers::join_group::handle(ctx, version, r, &client).await)
+        }
+        RequestBody::SyncGroup(r) => {
+            ResponseBody::SyncGroup(handlers::sync_group::handle(ctx, version, r).await)
+        }
+        RequestBody::Heartbeat(r) => {
+            ResponseBody::Heartbeat(handlers::heartbeat::handle(ctx, version, r).await)
+        }
+        RequestBody::LeaveGroup(r) => {
+            ResponseBody::LeaveGroup(handlers::leave_group::handle(ctx, version, r).await)
+        }
+        RequestBody::OffsetCommit(r) => {
+            ResponseBody::OffsetCommit(handlers::offset_commit::handle(ctx, version, r).await)
+        }
+        RequestBody::OffsetFetch(r) => {
+            ResponseBody::OffsetFetch(handlers::offset_fetch::handle(ctx, version, r).await)
+        }
+        RequestBody::ListGroups(r) => {
+            ResponseBody::ListGroups(handlers::list_groups::handle(ctx, version, r).await)
+        }
+        RequestBody::DescribeGroups(r) => {
+            ResponseBody::DescribeGroups(handlers::describe_groups::handle(ctx, version, r).await)
+        }
+        RequestBody::DeleteGroups(r) => {
+            ResponseBody::DeleteGroups(handlers::delete_groups::handle(ctx, version, r).await)
+        }
+        RequestBody::OffsetDelete(r) => {
+            ResponseBody::OffsetDelete(handlers::offset_delete::handle(ctx, version, r).await)
         }
     };
     Outcome::Respond(encode_response_vectored(

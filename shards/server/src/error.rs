@@ -1,5 +1,6 @@
 //! The server's errors, and the one place where they become Kafka error codes.
 
+use sluice_group::GroupError;
 use sluice_protocol::error::ErrorCode;
 use sluice_replica::{ProducerStateError, ReplicaError};
 use sluice_shard::MetadataError;
@@ -69,5 +70,35 @@ pub fn metadata_error_code(error: &MetadataError) -> ErrorCode {
         MetadataError::Storage(_) => ErrorCode::KAFKA_STORAGE_ERROR,
         MetadataError::ControllerNotAvailable => ErrorCode::NOT_CONTROLLER,
         MetadataError::InvalidRequest(_) => ErrorCode::INVALID_REQUEST,
+    }
+}
+
+/// Kafka's error code for a refused group operation.
+pub fn group_error_code(error: &GroupError) -> ErrorCode {
+    match error {
+        GroupError::CoordinatorLoadInProgress => ErrorCode::COORDINATOR_LOAD_IN_PROGRESS,
+        GroupError::NotCoordinator => ErrorCode::NOT_COORDINATOR,
+        GroupError::CoordinatorNotAvailable => ErrorCode::COORDINATOR_NOT_AVAILABLE,
+        GroupError::InvalidGroupId => ErrorCode::INVALID_GROUP_ID,
+        GroupError::UnknownMemberId => ErrorCode::UNKNOWN_MEMBER_ID,
+        GroupError::MemberIdRequired => ErrorCode::MEMBER_ID_REQUIRED,
+        GroupError::IllegalGeneration => ErrorCode::ILLEGAL_GENERATION,
+        GroupError::InconsistentGroupProtocol => ErrorCode::INCONSISTENT_GROUP_PROTOCOL,
+        GroupError::InvalidSessionTimeout => ErrorCode::INVALID_SESSION_TIMEOUT,
+        GroupError::RebalanceInProgress => ErrorCode::REBALANCE_IN_PROGRESS,
+        GroupError::FencedInstanceId => ErrorCode::FENCED_INSTANCE_ID,
+        GroupError::GroupMaxSizeReached => ErrorCode::GROUP_MAX_SIZE_REACHED,
+        GroupError::NonEmptyGroup => ErrorCode::NON_EMPTY_GROUP,
+        GroupError::GroupIdNotFound => ErrorCode::GROUP_ID_NOT_FOUND,
+        GroupError::OffsetMetadataTooLarge => ErrorCode::OFFSET_METADATA_TOO_LARGE,
+        GroupError::GroupSubscribedToTopic => ErrorCode::GROUP_SUBSCRIBED_TO_TOPIC,
+    }
+}
+
+/// The code of an optional group error (`NONE` for success).
+pub fn group_result_code<T>(result: &Result<T, GroupError>) -> ErrorCode {
+    match result {
+        Ok(_) => ErrorCode::NONE,
+        Err(error) => group_error_code(error),
     }
 }

@@ -11,6 +11,8 @@ mod context;
 mod controller_client;
 mod dispatch;
 mod error;
+mod group_manager;
+mod group_router;
 pub mod handlers;
 mod local;
 mod log_manager;
@@ -127,6 +129,7 @@ async fn serve(start: ShardStart) -> Result<(), String> {
     log_manager::spawn_retention(ctx.clone());
     ctx.metadata_ready.wait().await;
     log_manager::spawn_producer_expiry(&ctx);
+    ctx.groups.spawn_timers(&ctx);
 
     let listener_config = config
         .listeners

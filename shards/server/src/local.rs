@@ -170,6 +170,7 @@ pub async fn apply_metadata(ctx: &ShardContext, image: Arc<MetadataImage>) {
                 .update_config(&partition.tp, &topic.configs, log_config);
         }
     }
+    ctx.groups.on_metadata(ctx, &image);
     ctx.set_image(image);
     ctx.metadata_ready.trigger();
 }

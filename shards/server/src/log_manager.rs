@@ -40,7 +40,7 @@ pub fn spawn_producer_expiry(ctx: &Rc<ShardContext>) {
 }
 
 /// Runs `tick` every `interval` on this shard until shutdown.
-fn every<F, Fut>(ctx: Rc<ShardContext>, interval: Duration, tick: F)
+pub(crate) fn every<F, Fut>(ctx: Rc<ShardContext>, interval: Duration, tick: F)
 where
     F: Fn(Rc<ShardContext>) -> Fut + 'static,
     Fut: Future<Output = ()>,

@@ -61,6 +61,10 @@ async fn handle(ctx: &ShardContext, message: ShardMessage) {
             let results = local::delete_records(ctx, work.partitions).await;
             let _ = work.reply.send(results);
         }
+        ShardMessage::Group(work) => {
+            let response = ctx.groups.handle(ctx, work.request).await;
+            let _ = work.reply.send(response);
+        }
         ShardMessage::ApplyMetadata { image, reply } => {
             local::apply_metadata(ctx, image).await;
             let _ = reply.send(());

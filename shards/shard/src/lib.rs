@@ -7,6 +7,7 @@
 //! the reply returns on a oneshot. No lock guards the data path.
 
 mod config_work;
+mod group_work;
 mod image;
 mod mesh;
 mod message;
@@ -15,6 +16,9 @@ mod signal;
 
 pub use config_work::{
     AlterConfigsWork, ConfigChange, ConfigOp, DeleteRecordsWork, TopicConfigChanges,
+};
+pub use group_work::{
+    CommittedOffsets, GroupRequest, GroupResponse, GroupWork, PartitionResults, TopicPartitions,
 };
 pub use image::{BrokerImage, MetadataImage, PartitionImage, ShardTable, TopicImage};
 pub use mesh::{Envelope, MeshError, ShardMesh};

@@ -37,6 +37,8 @@ pub enum ShardMessage {
     AlterConfigs(AlterConfigsWork),
     /// Move partitions' log start offsets up (DeleteRecords).
     DeleteRecords(DeleteRecordsWork),
+    /// Work for the group coordinator of this shard.
+    Group(crate::GroupWork),
     /// Data shard: take this image, open the partitions it assigns here and drop the ones it no
     /// longer does; reply when done.
     ApplyMetadata {
@@ -60,6 +62,7 @@ impl ShardMessage {
             ShardMessage::AllocateProducerIds(_) => "allocate_producer_ids",
             ShardMessage::AlterConfigs(_) => "alter_configs",
             ShardMessage::DeleteRecords(_) => "delete_records",
+            ShardMessage::Group(_) => "group",
             ShardMessage::ApplyMetadata { .. } => "apply_metadata",
         }
     }

@@ -9,6 +9,11 @@ use sluice_protocol::messages::{
     incremental_alter_configs as iac, init_producer_id as ipi, list_offsets as lo, metadata as md,
     produce,
 };
+use sluice_protocol::messages::{
+    delete_groups as dg, describe_groups as dgr, find_coordinator as fc, heartbeat as hb,
+    join_group as jg, leave_group as lg, list_groups as lgr, offset_commit as oc,
+    offset_delete as od, offset_fetch as of, sync_group as sg,
+};
 use sluice_protocol::{ApiKey, RecordBatchBuilder, RequestBody, ResponseBody, Uuid, SUPPORTED};
 
 /// Every (api, version) pair Sluice implements.
@@ -47,6 +52,17 @@ pub fn request(key: ApiKey, v: i16) -> RequestBody {
         }
         ApiKey::DeleteRecords => RequestBody::DeleteRecords(delete_records_request(v)),
         ApiKey::InitProducerId => RequestBody::InitProducerId(init_producer_id_request(v)),
+        ApiKey::OffsetCommit => RequestBody::OffsetCommit(offset_commit_request(v)),
+        ApiKey::OffsetFetch => RequestBody::OffsetFetch(offset_fetch_request(v)),
+        ApiKey::FindCoordinator => RequestBody::FindCoordinator(find_coordinator_request(v)),
+        ApiKey::JoinGroup => RequestBody::JoinGroup(join_group_request(v)),
+        ApiKey::Heartbeat => RequestBody::Heartbeat(heartbeat_request(v)),
+        ApiKey::LeaveGroup => RequestBody::LeaveGroup(leave_group_request(v)),
+        ApiKey::SyncGroup => RequestBody::SyncGroup(sync_group_request(v)),
+        ApiKey::DescribeGroups => RequestBody::DescribeGroups(describe_groups_request(v)),
+        ApiKey::ListGroups => RequestBody::ListGroups(list_groups_request(v)),
+        ApiKey::DeleteGroups => RequestBody::DeleteGroups(delete_groups_request(v)),
+        ApiKey::OffsetDelete => RequestBody::OffsetDelete(offset_delete_request(v)),
         other => panic!("no sample for {other:?}"),
     }
 }
@@ -68,6 +84,17 @@ pub fn response(key: ApiKey, v: i16) -> ResponseBody {
         }
         ApiKey::DeleteRecords => ResponseBody::DeleteRecords(delete_records_response(v)),
         ApiKey::InitProducerId => ResponseBody::InitProducerId(init_producer_id_response(v)),
+        ApiKey::OffsetCommit => ResponseBody::OffsetCommit(offset_commit_response(v)),
+        ApiKey::OffsetFetch => ResponseBody::OffsetFetch(offset_fetch_response(v)),
+        ApiKey::FindCoordinator => ResponseBody::FindCoordinator(find_coordinator_response(v)),
+        ApiKey::JoinGroup => ResponseBody::JoinGroup(join_group_response(v)),
+        ApiKey::Heartbeat => ResponseBody::Heartbeat(heartbeat_response(v)),
+        ApiKey::LeaveGroup => ResponseBody::LeaveGroup(leave_group_response(v)),
+        ApiKey::SyncGroup => ResponseBody::SyncGroup(sync_group_response(v)),
+        ApiKey::DescribeGroups => ResponseBody::DescribeGroups(describe_groups_response(v)),
+        ApiKey::ListGroups => ResponseBody::ListGroups(list_groups_response(v)),
+        ApiKey::DeleteGroups => ResponseBody::DeleteGroups(delete_groups_response(v)),
+        ApiKey::OffsetDelete => ResponseBody::OffsetDelete(offset_delete_response(v)),
         other => panic!("no sample for {other:?}"),
     }
 }
@@ -745,6 +772,458 @@ fn delete_records_response(_v: i16) -> dr::DeleteRecordsResponse {
                     partition_index: 3,
                     low_watermark: -1,
                     error_code: 3,
+                },
+            ],
+        }],
+    }
+}
+
+fn opt(cond: bool, s: &str) -> Option<String> {
+    cond.then(|| s.to_string())
+}
+
+fn find_coordinator_request(v: i16) -> fc::FindCoordinatorRequest {
+    fc::FindCoordinatorRequest {
+        key: if v <= 3 {
+            "orders-app".into()
+        } else {
+            String::new()
+        },
+        key_type: if v >= 1 { fc::KEY_TYPE_TRANSACTION } else { 0 },
+        coordinator_keys: if v >= 4 {
+            vec!["orders-app".into(), "billing".into()]
+        } else {
+            vec![]
+        },
+    }
+}
+
+fn find_coordinator_response(v: i16) -> fc::FindCoordinatorResponse {
+    let mut r = fc::FindCoordinatorResponse {
+        throttle_time_ms: if v >= 1 { 3 } else { 0 },
+        ..Default::default()
+    };
+    if v <= 3 {
+        r.error_code = 15;
+        r.error_message = opt(v >= 1, "not available");
+        r.node_id = 2;
+        r.host = "broker-2.local".into();
+        r.port = 9093;
+    } else {
+        r.coordinators = vec![
+            fc::Coordinator {
+                key: "orders-app".into(),
+                node_id: 1,
+                host: "broker-1.local".into(),
+                port: 9092,
+                error_code: 0,
+                error_message: None,
+            },
+            fc::Coordinator {
+                key: "billing".into(),
+                node_id: -1,
+                host: String::new(),
+                port: -1,
+                error_code: 15,
+                error_message: Some("loading".into()),
+            },
+        ];
+    }
+    r
+}
+
+fn join_group_request(v: i16) -> jg::JoinGroupRequest {
+    jg::JoinGroupRequest {
+        group_id: "orders-app".into(),
+        session_timeout_ms: 45_000,
+        rebalance_timeout_ms: 300_000,
+        member_id: "consumer-1-abc".into(),
+        group_instance_id: opt(v >= 5, "instance-1"),
+        protocol_type: "consumer".into(),
+        protocols: vec![
+            jg::JoinGroupRequestProtocol {
+                name: "range".into(),
+                metadata: Bytes::from_static(b"\x00\x03\x00\x00\x00\x01\x00\x06orders"),
+            },
+            jg::JoinGroupRequestProtocol {
+                name: "cooperative-sticky".into(),
+                metadata: Bytes::new(),
+            },
+        ],
+        reason: opt(v >= 8, "rebalance failed due to MemberIdRequiredException"),
+    }
+}
+
+fn join_group_response(v: i16) -> jg::JoinGroupResponse {
+    jg::JoinGroupResponse {
+        throttle_time_ms: 4,
+        error_code: 0,
+        generation_id: 7,
+        protocol_type: opt(v >= 7, "consumer"),
+        protocol_name: Some("range".into()),
+        leader: "consumer-1-abc".into(),
+        skip_assignment: v >= 9,
+        member_id: "consumer-1-abc".into(),
+        members: vec![
+            jg::JoinGroupResponseMember {
+                member_id: "consumer-1-abc".into(),
+                group_instance_id: opt(v >= 5, "instance-1"),
+                metadata: Bytes::from_static(b"\x00\x03meta"),
+            },
+            jg::JoinGroupResponseMember {
+                member_id: "consumer-2-def".into(),
+                group_instance_id: None,
+                metadata: Bytes::new(),
+            },
+        ],
+    }
+}
+
+fn heartbeat_request(v: i16) -> hb::HeartbeatRequest {
+    hb::HeartbeatRequest {
+        group_id: "orders-app".into(),
+        generation_id: 7,
+        member_id: "consumer-1-abc".into(),
+        group_instance_id: opt(v >= 3, "instance-1"),
+    }
+}
+
+fn heartbeat_response(v: i16) -> hb::HeartbeatResponse {
+    hb::HeartbeatResponse {
+        throttle_time_ms: if v >= 1 { 8 } else { 0 },
+        error_code: 27,
+    }
+}
+
+fn leave_group_request(v: i16) -> lg::LeaveGroupRequest {
+    let mut r = lg::LeaveGroupRequest {
+        group_id: "orders-app".into(),
+        ..Default::default()
+    };
+    if v <= 2 {
+        r.member_id = "consumer-1-abc".into();
+    } else {
+        r.members = vec![
+            lg::MemberIdentity {
+                member_id: "consumer-1-abc".into(),
+                group_instance_id: None,
+                reason: opt(v >= 5, "the consumer is being closed"),
+            },
+            lg::MemberIdentity {
+                member_id: String::new(),
+                group_instance_id: Some("instance-2".into()),
+                reason: None,
+            },
+        ];
+    }
+    r
+}
+
+fn leave_group_response(v: i16) -> lg::LeaveGroupResponse {
+    lg::LeaveGroupResponse {
+        throttle_time_ms: if v >= 1 { 2 } else { 0 },
+        error_code: 0,
+        members: if v >= 3 {
+            vec![
+                lg::MemberResponse {
+                    member_id: "consumer-1-abc".into(),
+                    group_instance_id: None,
+                    error_code: 0,
+                },
+                lg::MemberResponse {
+                    member_id: String::new(),
+                    group_instance_id: Some("instance-2".into()),
+                    error_code: 25,
+                },
+            ]
+        } else {
+            vec![]
+        },
+    }
+}
+
+fn sync_group_request(v: i16) -> sg::SyncGroupRequest {
+    sg::SyncGroupRequest {
+        group_id: "orders-app".into(),
+        generation_id: 7,
+        member_id: "consumer-1-abc".into(),
+        group_instance_id: opt(v >= 3, "instance-1"),
+        protocol_type: opt(v >= 5, "consumer"),
+        protocol_name: opt(v >= 5, "range"),
+        assignments: vec![
+            sg::SyncGroupRequestAssignment {
+                member_id: "consumer-1-abc".into(),
+                assignment: Bytes::from_static(b"\x00\x03assign-1"),
+            },
+            sg::SyncGroupRequestAssignment {
+                member_id: "consumer-2-def".into(),
+                assignment: Bytes::new(),
+            },
+        ],
+    }
+}
+
+fn sync_group_response(v: i16) -> sg::SyncGroupResponse {
+    sg::SyncGroupResponse {
+        throttle_time_ms: if v >= 1 { 6 } else { 0 },
+        error_code: 0,
+        protocol_type: opt(v >= 5, "consumer"),
+        protocol_name: opt(v >= 5, "range"),
+        assignment: Bytes::from_static(b"\x00\x03assign-1"),
+    }
+}
+
+fn describe_groups_request(v: i16) -> dgr::DescribeGroupsRequest {
+    dgr::DescribeGroupsRequest {
+        groups: vec!["orders-app".into(), "missing".into()],
+        include_authorized_operations: v >= 3,
+    }
+}
+
+fn describe_groups_response(v: i16) -> dgr::DescribeGroupsResponse {
+    dgr::DescribeGroupsResponse {
+        throttle_time_ms: if v >= 1 { 1 } else { 0 },
+        groups: vec![
+            dgr::DescribedGroup {
+                error_code: 0,
+                error_message: None,
+                group_id: "orders-app".into(),
+                group_state: "Stable".into(),
+                protocol_type: "consumer".into(),
+                protocol_data: "range".into(),
+                members: vec![dgr::DescribedGroupMember {
+                    member_id: "consumer-1-abc".into(),
+                    group_instance_id: opt(v >= 4, "instance-1"),
+                    client_id: "consumer-1".into(),
+                    client_host: "/10.0.0.7".into(),
+                    member_metadata: Bytes::from_static(b"\x00\x03meta"),
+                    member_assignment: Bytes::from_static(b"\x00\x03assign-1"),
+                }],
+                authorized_operations: if v >= 3 { 0b1_1010_0000 } else { i32::MIN },
+            },
+            dgr::DescribedGroup {
+                error_code: if v >= 6 { 69 } else { 0 },
+                error_message: opt(v >= 6, "Group missing not found."),
+                group_id: "missing".into(),
+                group_state: "Dead".into(),
+                ..Default::default()
+            },
+        ],
+    }
+}
+
+fn list_groups_request(v: i16) -> lgr::ListGroupsRequest {
+    lgr::ListGroupsRequest {
+        states_filter: if v >= 4 {
+            vec!["Stable".into(), "Empty".into()]
+        } else {
+            vec![]
+        },
+        types_filter: if v >= 5 {
+            vec!["classic".into()]
+        } else {
+            vec![]
+        },
+    }
+}
+
+fn list_groups_response(v: i16) -> lgr::ListGroupsResponse {
+    let group = |id: &str, state: &str| lgr::ListedGroup {
+        group_id: id.into(),
+        protocol_type: "consumer".into(),
+        group_state: if v >= 4 { state.into() } else { String::new() },
+        group_type: if v >= 5 {
+            "classic".into()
+        } else {
+            String::new()
+        },
+    };
+    lgr::ListGroupsResponse {
+        throttle_time_ms: if v >= 1 { 9 } else { 0 },
+        error_code: 0,
+        groups: vec![group("orders-app", "Stable"), group("billing", "Empty")],
+    }
+}
+
+fn offset_commit_request(v: i16) -> oc::OffsetCommitRequest {
+    oc::OffsetCommitRequest {
+        group_id: "orders-app".into(),
+        generation_id_or_member_epoch: 7,
+        member_id: "consumer-1-abc".into(),
+        group_instance_id: opt(v >= 7, "instance-1"),
+        retention_time_ms: if v <= 4 { 86_400_000 } else { -1 },
+        topics: vec![oc::OffsetCommitRequestTopic {
+            name: "orders".into(),
+            partitions: vec![
+                oc::OffsetCommitRequestPartition {
+                    partition_index: 0,
+                    committed_offset: 1234,
+                    committed_leader_epoch: if v >= 6 { 3 } else { -1 },
+                    committed_metadata: Some("meta".into()),
+                },
+                oc::OffsetCommitRequestPartition {
+                    partition_index: 1,
+                    committed_offset: 0,
+                    committed_leader_epoch: -1,
+                    committed_metadata: None,
+                },
+            ],
+        }],
+    }
+}
+
+fn offset_commit_response(v: i16) -> oc::OffsetCommitResponse {
+    oc::OffsetCommitResponse {
+        throttle_time_ms: if v >= 3 { 5 } else { 0 },
+        topics: vec![oc::OffsetCommitResponseTopic {
+            name: "orders".into(),
+            partitions: vec![
+                oc::OffsetCommitResponsePartition {
+                    partition_index: 0,
+                    error_code: 0,
+                },
+                oc::OffsetCommitResponsePartition {
+                    partition_index: 1,
+                    error_code: 22,
+                },
+            ],
+        }],
+    }
+}
+
+fn offset_fetch_topics() -> Vec<of::OffsetFetchRequestTopic> {
+    vec![of::OffsetFetchRequestTopic {
+        name: "orders".into(),
+        partition_indexes: vec![0, 1, 2],
+    }]
+}
+
+fn offset_fetch_request(v: i16) -> of::OffsetFetchRequest {
+    let mut r = of::OffsetFetchRequest {
+        require_stable: v >= 7,
+        ..Default::default()
+    };
+    if v <= 7 {
+        r.group_id = "orders-app".into();
+        // Null topics (all) from v2; v1 needs an array.
+        r.topics = if v >= 2 && v % 2 == 0 {
+            None
+        } else {
+            Some(offset_fetch_topics())
+        };
+    } else {
+        r.groups = vec![
+            of::OffsetFetchRequestGroup {
+                group_id: "orders-app".into(),
+                member_id: opt(v >= 9, "member-uuid"),
+                member_epoch: if v >= 9 { 12 } else { -1 },
+                topics: Some(offset_fetch_topics()),
+            },
+            of::OffsetFetchRequestGroup {
+                group_id: "billing".into(),
+                ..Default::default()
+            },
+        ];
+    }
+    r
+}
+
+fn offset_fetch_response_topics(v: i16) -> Vec<of::OffsetFetchResponseTopic> {
+    vec![of::OffsetFetchResponseTopic {
+        name: "orders".into(),
+        partitions: vec![
+            of::OffsetFetchResponsePartition {
+                partition_index: 0,
+                committed_offset: 1234,
+                committed_leader_epoch: if v >= 5 { 3 } else { -1 },
+                metadata: Some("meta".into()),
+                error_code: 0,
+            },
+            of::OffsetFetchResponsePartition {
+                partition_index: 1,
+                committed_offset: -1,
+                committed_leader_epoch: -1,
+                metadata: None,
+                error_code: if v >= 7 { 88 } else { 0 },
+            },
+        ],
+    }]
+}
+
+fn offset_fetch_response(v: i16) -> of::OffsetFetchResponse {
+    let mut r = of::OffsetFetchResponse {
+        throttle_time_ms: if v >= 3 { 11 } else { 0 },
+        ..Default::default()
+    };
+    if v <= 7 {
+        r.topics = offset_fetch_response_topics(v);
+        r.error_code = if v >= 2 { 14 } else { 0 };
+    } else {
+        r.groups = vec![
+            of::OffsetFetchResponseGroup {
+                group_id: "orders-app".into(),
+                topics: offset_fetch_response_topics(v),
+                error_code: 0,
+            },
+            of::OffsetFetchResponseGroup {
+                group_id: "billing".into(),
+                topics: vec![],
+                error_code: 16,
+            },
+        ];
+    }
+    r
+}
+
+fn delete_groups_request(_v: i16) -> dg::DeleteGroupsRequest {
+    dg::DeleteGroupsRequest {
+        groups_names: vec!["orders-app".into(), "billing".into()],
+    }
+}
+
+fn delete_groups_response(_v: i16) -> dg::DeleteGroupsResponse {
+    dg::DeleteGroupsResponse {
+        throttle_time_ms: 10,
+        results: vec![
+            dg::DeletableGroupResult {
+                group_id: "orders-app".into(),
+                error_code: 68,
+            },
+            dg::DeletableGroupResult {
+                group_id: "billing".into(),
+                error_code: 0,
+            },
+        ],
+    }
+}
+
+fn offset_delete_request(_v: i16) -> od::OffsetDeleteRequest {
+    od::OffsetDeleteRequest {
+        group_id: "orders-app".into(),
+        topics: vec![od::OffsetDeleteRequestTopic {
+            name: "orders".into(),
+            partitions: vec![
+                od::OffsetDeleteRequestPartition { partition_index: 0 },
+                od::OffsetDeleteRequestPartition { partition_index: 2 },
+            ],
+        }],
+    }
+}
+
+fn offset_delete_response(_v: i16) -> od::OffsetDeleteResponse {
+    od::OffsetDeleteResponse {
+        error_code: 0,
+        throttle_time_ms: 12,
+        topics: vec![od::OffsetDeleteResponseTopic {
+            name: "orders".into(),
+            partitions: vec![
+                od::OffsetDeleteResponsePartition {
+                    partition_index: 0,
+                    error_code: 0,
+                },
+                od::OffsetDeleteResponsePartition {
+                    partition_index: 2,
+                    error_code: 86,
                 },
             ],
         }],

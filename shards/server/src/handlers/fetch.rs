@@ -142,8 +142,13 @@ async fn long_poll(
             .flatten()
             .map(|d| d.records.len())
             .sum();
-        let any_error = results.iter().flatten().any(|r| r.is_err());
-        let done = bytes >= min_bytes
+        // As Kafka's ReplicaManager: answer at once when there is nothing to wait for (no
+        // partitions, as in the fetch that closes a session when a consumer closes) or a
+        // partition is in error (unknown topic or partition included).
+        let any_error =
+            results.iter().flatten().any(|r| r.is_err()) || wanted.iter().any(|w| w.route.is_err());
+        let done = wanted.is_empty()
+            || bytes >= min_bytes
             || any_error
             || Instant::now() >= deadline
             || ctx.shutdown.is_triggered();

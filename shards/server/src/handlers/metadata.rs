@@ -76,8 +76,12 @@ pub async fn auto_create(ctx: &ShardContext, request: &MetadataRequest) {
     }
 }
 
-/// A topic with the broker's defaults, as auto-creation makes it.
+/// A topic with the broker's defaults, as auto-creation makes it (`__consumer_offsets` with its
+/// own partitions and configs, as Kafka's auto-creation does).
 pub fn default_new_topic(ctx: &ShardContext, name: &str) -> NewTopic {
+    if name == sluice_group::GROUP_METADATA_TOPIC_NAME {
+        return crate::group_router::offsets_topic_spec(ctx);
+    }
     NewTopic {
         name: name.to_string(),
         num_partitions: ctx.config.num_partitions,

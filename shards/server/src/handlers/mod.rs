@@ -4,17 +4,37 @@
 pub mod alter_configs;
 pub mod api_versions;
 pub mod create_topics;
+pub mod delete_groups;
 pub mod delete_records;
 pub mod delete_topics;
 pub mod describe_cluster;
 pub mod describe_configs;
+pub mod describe_groups;
 pub mod fetch;
+pub mod find_coordinator;
+pub mod heartbeat;
 pub mod incremental_alter_configs;
 pub mod init_producer_id;
+pub mod join_group;
+pub mod leave_group;
+pub mod list_groups;
 pub mod list_offsets;
 pub mod metadata;
+pub mod offset_commit;
+pub mod offset_delete;
+pub mod offset_fetch;
 pub mod produce;
+pub mod sync_group;
 pub mod unsupported;
+
+/// Who sent a request, as group membership records it.
+#[derive(Clone, Debug, Default)]
+pub struct ClientInfo {
+    /// The request header's client id ("" when null).
+    pub client_id: String,
+    /// The peer address as Kafka prints it: "/" + IP.
+    pub client_host: String,
+}
 
 /// A registered handler: API key and the version range it serves.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -42,6 +62,17 @@ pub const REGISTRY: &[HandlerEntry] = &[
     alter_configs::ENTRY,
     incremental_alter_configs::ENTRY,
     delete_records::ENTRY,
+    offset_commit::ENTRY,
+    offset_fetch::ENTRY,
+    find_coordinator::ENTRY,
+    join_group::ENTRY,
+    heartbeat::ENTRY,
+    leave_group::ENTRY,
+    sync_group::ENTRY,
+    describe_groups::ENTRY,
+    list_groups::ENTRY,
+    delete_groups::ENTRY,
+    offset_delete::ENTRY,
 ];
 
 /// The sentinel Kafka sends for "authorized operations not requested".

@@ -106,6 +106,13 @@ fn route(
     let topic = image
         .topic(topic_name)
         .ok_or((ErrorCode::UNKNOWN_TOPIC_OR_PARTITION, None))?;
+    // Kafka: clients never write to the group coordinator's internal topic.
+    if topic_name == sluice_group::GROUP_METADATA_TOPIC_NAME {
+        return Err((
+            ErrorCode::INVALID_TOPIC_EXCEPTION,
+            Some(format!("cannot append to internal topic {topic_name}")),
+        ));
+    }
     let tp = TopicIdPartition {
         topic_id: topic.topic_id,
         partition,

@@ -36,6 +36,8 @@ import org.apache.kafka.clients.admin.ListTopicsOptions;
 import org.apache.kafka.clients.admin.NewTopic;
 import org.apache.kafka.clients.admin.TopicDescription;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
+import org.apache.kafka.clients.consumer.ConsumerRebalanceListener;
+import org.apache.kafka.clients.consumer.OffsetAndMetadata;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.ConsumerRecords;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
@@ -59,6 +61,10 @@ import org.apache.kafka.common.serialization.ByteArraySerializer;
  *         [--allow-failures false] [--linger-ms 5] [--batch-size 65536] [--max-in-flight 5] [--spread N]
  *         [--idempotence false|true|default]   (default: leave enable.idempotence to Kafka, i.e. on)
  * consume --bootstrap B --topic T [--expect N] [--acked-file F] [--mode exact|acked] [--timeout-s 180]
+ * group-consume --bootstrap B --topic T --group G --events F --stop-file S [--assignor range|roundrobin|sticky|cooperative-sticky]
+ *         [--session-timeout-ms 45000] [--heartbeat-interval-ms 3000] [--max-poll-records 500] [--max-runtime-s 300]
+ *         (subscribes as a classic group member, commitSync after each processed poll; events file lines:
+ *          ASSIGN|REVOKE|LOST ts p,p..., REC p offset key, COMMITTED ts p=o,..., COMMIT_FAILED ts msg; exits when S exists)
  * admin create --bootstrap B --topic T --partitions N [--configs k=v,k=v]   (exit 10 on TopicExistsException)
  * admin describe-configs --bootstrap B --topic T         (lines: config NAME=VALUE source=SOURCE)
  * admin alter-configs --bootstrap B --topic T [--set k=v,k=v] [--delete k,k]   (incrementalAlterConfigs)
@@ -86,6 +92,9 @@ public final class Main {
                     break;
                 case "consume":
                     rc = consume(parse(args, 1));
+                    break;
+                case "group-consume":
+                    rc = groupConsume(parse(args, 1));
                     break;
                 case "admin":
                     if (args.length < 2) {
@@ -228,6 +237,113 @@ public final class Main {
     }
 
     // ------------------------------------------------------------------ consume
+
+    private static String partitionList(Collection<TopicPartition> tps) {
+        List<Integer> ps = new ArrayList<>();
+        for (TopicPartition tp : tps) {
+            ps.add(tp.partition());
+        }
+        Collections.sort(ps);
+        StringBuilder sb = new StringBuilder();
+        for (int p : ps) {
+            if (sb.length() > 0) {
+                sb.append(',');
+            }
+            sb.append(p);
+        }
+        return sb.length() == 0 ? "-" : sb.toString();
+    }
+
+    private static int groupConsume(Map<String, String> o) throws Exception {
+        String topic = req(o, "topic");
+        java.nio.file.Path stopFile = Paths.get(req(o, "stop-file"));
+        long maxRuntimeMs = Long.parseLong(o.getOrDefault("max-runtime-s", "300")) * 1000;
+        String assignor = o.getOrDefault("assignor", "range");
+        Map<String, String> assignors = new HashMap<>();
+        assignors.put("range", "org.apache.kafka.clients.consumer.RangeAssignor");
+        assignors.put("roundrobin", "org.apache.kafka.clients.consumer.RoundRobinAssignor");
+        assignors.put("sticky", "org.apache.kafka.clients.consumer.StickyAssignor");
+        assignors.put("cooperative-sticky", "org.apache.kafka.clients.consumer.CooperativeStickyAssignor");
+        if (!assignors.containsKey(assignor)) {
+            usage("--assignor range|roundrobin|sticky|cooperative-sticky");
+        }
+        Properties p = new Properties();
+        p.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, req(o, "bootstrap"));
+        p.put(ConsumerConfig.GROUP_ID_CONFIG, req(o, "group"));
+        p.put("group.protocol", "classic");
+        p.put(ConsumerConfig.PARTITION_ASSIGNMENT_STRATEGY_CONFIG, assignors.get(assignor));
+        p.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false");
+        p.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest");
+        p.put(ConsumerConfig.SESSION_TIMEOUT_MS_CONFIG, o.getOrDefault("session-timeout-ms", "45000"));
+        p.put(ConsumerConfig.HEARTBEAT_INTERVAL_MS_CONFIG, o.getOrDefault("heartbeat-interval-ms", "3000"));
+        p.put(ConsumerConfig.MAX_POLL_RECORDS_CONFIG, o.getOrDefault("max-poll-records", "500"));
+        p.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class.getName());
+        p.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class.getName());
+        if (o.containsKey("group-instance-id")) {
+            p.put(ConsumerConfig.GROUP_INSTANCE_ID_CONFIG, o.get("group-instance-id"));
+        }
+        try (BufferedWriter events = Files.newBufferedWriter(Paths.get(req(o, "events")), StandardCharsets.UTF_8,
+                java.nio.file.StandardOpenOption.CREATE, java.nio.file.StandardOpenOption.APPEND);
+             KafkaConsumer<byte[], byte[]> consumer = new KafkaConsumer<>(p)) {
+            ConsumerRebalanceListener listener = new ConsumerRebalanceListener() {
+                private void event(String kind, Collection<TopicPartition> tps) {
+                    try {
+                        events.write(kind + " " + System.currentTimeMillis() + " " + partitionList(tps) + "\n");
+                        events.flush();
+                    } catch (IOException e) {
+                        throw new RuntimeException(e);
+                    }
+                }
+
+                @Override
+                public void onPartitionsRevoked(Collection<TopicPartition> tps) {
+                    event("REVOKE", tps);
+                }
+
+                @Override
+                public void onPartitionsAssigned(Collection<TopicPartition> tps) {
+                    event("ASSIGN", tps);
+                }
+
+                @Override
+                public void onPartitionsLost(Collection<TopicPartition> tps) {
+                    event("LOST", tps);
+                }
+            };
+            consumer.subscribe(Collections.singletonList(topic), listener);
+            long t0 = System.currentTimeMillis();
+            while (!Files.exists(stopFile)) {
+                if (System.currentTimeMillis() - t0 > maxRuntimeMs) {
+                    OUT.println("ERROR max runtime reached");
+                    return 1;
+                }
+                ConsumerRecords<byte[], byte[]> records = consumer.poll(Duration.ofMillis(200));
+                if (records.isEmpty()) {
+                    continue;
+                }
+                Map<TopicPartition, OffsetAndMetadata> next = new HashMap<>();
+                for (ConsumerRecord<byte[], byte[]> r : records) {
+                    events.write("REC " + r.partition() + " " + r.offset() + " "
+                            + new String(r.key(), StandardCharsets.UTF_8) + "\n");
+                    next.put(new TopicPartition(r.topic(), r.partition()), new OffsetAndMetadata(r.offset() + 1));
+                }
+                events.flush();
+                try {
+                    consumer.commitSync(next);
+                    StringBuilder sb = new StringBuilder("COMMITTED " + System.currentTimeMillis() + " ");
+                    for (Map.Entry<TopicPartition, OffsetAndMetadata> e : next.entrySet()) {
+                        sb.append(e.getKey().partition()).append('=').append(e.getValue().offset()).append(',');
+                    }
+                    events.write(sb.append('\n').toString());
+                } catch (Exception e) {
+                    events.write("COMMIT_FAILED " + System.currentTimeMillis() + " " + e.getClass().getSimpleName() + "\n");
+                }
+                events.flush();
+            }
+        }
+        OUT.println("stopped");
+        return 0;
+    }
 
     private static int consume(Map<String, String> o) throws Exception {
         String topic = req(o, "topic");

@@ -1,0 +1,489 @@
+//! The records of `__consumer_offsets`, in Kafka's own formats (its `OffsetCommitKey`,
+//! `OffsetCommitValue`, `GroupMetadataKey` and `GroupMetadataValue` schemas), so that the topic
+//! reads the same as Kafka's. Every key and value starts with its schema version (i16):
+//!
+//! - key v0/v1 `OffsetCommitKey`: group (string), topic (string), partition (i32);
+//! - key v2 `GroupMetadataKey`: group (string);
+//! - value `OffsetCommitValue` v0–v3 (written as v3): offset (i64), leader epoch (i32, v3+),
+//!   metadata (string), commit timestamp (i64), expire timestamp (i64, v1 only);
+//! - value `GroupMetadataValue` v0–v3 (written as v3): protocol type, generation, protocol,
+//!   leader, current state timestamp (v2+), members (member id, group instance id (v3+), client
+//!   id, client host, rebalance timeout (v1+), session timeout, subscription, assignment).
+//!
+//! A record without a value is a tombstone: the offset or the group was deleted.
+
+use bytes::{BufMut, Bytes, BytesMut};
+
+/// Key version of an offset commit.
+const OFFSET_COMMIT_KEY_VERSION: i16 = 1;
+/// Key version of group metadata.
+const GROUP_METADATA_KEY_VERSION: i16 = 2;
+/// Value version written for offset commits.
+const OFFSET_COMMIT_VALUE_VERSION: i16 = 3;
+/// Value version written for group metadata.
+const GROUP_METADATA_VALUE_VERSION: i16 = 3;
+
+/// A record of `__consumer_offsets` that could not be read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RecordError {
+    /// The bytes end inside a field.
+    #[error("record truncated")]
+    Truncated,
+    /// A schema version this broker does not read.
+    #[error("unknown {what} version {version}")]
+    UnknownVersion {
+        /// Key or value.
+        what: &'static str,
+        /// The version found.
+        version: i16,
+    },
+    /// A string is not UTF-8.
+    #[error("string is not UTF-8")]
+    BadString,
+    /// A negative length where one is not allowed.
+    #[error("negative length")]
+    NegativeLength,
+}
+
+/// A committed offset as stored.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OffsetCommitValue {
+    /// The committed offset.
+    pub offset: i64,
+    /// The leader epoch the consumer saw, -1 when unknown.
+    pub leader_epoch: i32,
+    /// The client's metadata string.
+    pub metadata: String,
+    /// When it was committed (ms since the epoch).
+    pub commit_timestamp_ms: i64,
+}
+
+/// One member of a stored group.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredMember {
+    /// Member id.
+    pub member_id: String,
+    /// Static instance id.
+    pub group_instance_id: Option<String>,
+    /// Client id.
+    pub client_id: String,
+    /// Client host.
+    pub client_host: String,
+    /// Rebalance timeout.
+    pub rebalance_timeout_ms: i32,
+    /// Session timeout.
+    pub session_timeout_ms: i32,
+    /// The member's metadata for the group's protocol.
+    pub subscription: Bytes,
+    /// Its assignment.
+    pub assignment: Bytes,
+}
+
+/// A group as stored.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GroupMetadataValue {
+    /// Protocol type ("consumer" for consumers).
+    pub protocol_type: String,
+    /// Generation.
+    pub generation_id: i32,
+    /// The selected protocol (assignor).
+    pub protocol_name: Option<String>,
+    /// The leader's member id.
+    pub leader: Option<String>,
+    /// When the group entered its current state.
+    pub current_state_timestamp_ms: i64,
+    /// The members.
+    pub members: Vec<StoredMember>,
+}
+
+/// A decoded key with its value (`None` = tombstone).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum OffsetsRecord {
+    /// An offset commit (or its deletion).
+    OffsetCommit {
+        /// Group.
+        group_id: String,
+        /// Topic.
+        topic: String,
+        /// Partition.
+        partition: i32,
+        /// The offset, `None` when deleted.
+        value: Option<OffsetCommitValue>,
+    },
+    /// A group's metadata (or its deletion).
+    GroupMetadata {
+        /// Group.
+        group_id: String,
+        /// The group, `None` when deleted.
+        value: Option<GroupMetadataValue>,
+    },
+}
+
+impl OffsetsRecord {
+    /// The group the record belongs to.
+    pub fn group_id(&self) -> &str {
+        match self {
+            OffsetsRecord::OffsetCommit { group_id, .. } => group_id,
+            OffsetsRecord::GroupMetadata { group_id, .. } => group_id,
+        }
+    }
+
+    /// Encodes the key.
+    pub fn encode_key(&self) -> Bytes {
+        let mut out = BytesMut::with_capacity(64);
+        match self {
+            OffsetsRecord::OffsetCommit {
+                group_id,
+                topic,
+                partition,
+                ..
+            } => {
+                out.put_i16(OFFSET_COMMIT_KEY_VERSION);
+                put_string(&mut out, group_id);
+                put_string(&mut out, topic);
+                out.put_i32(*partition);
+            }
+            OffsetsRecord::GroupMetadata { group_id, .. } => {
+                out.put_i16(GROUP_METADATA_KEY_VERSION);
+                put_string(&mut out, group_id);
+            }
+        }
+        out.freeze()
+    }
+
+    /// Encodes the value; `None` for a tombstone.
+    pub fn encode_value(&self) -> Option<Bytes> {
+        match self {
+            OffsetsRecord::OffsetCommit { value, .. } => value.as_ref().map(encode_offset_value),
+            OffsetsRecord::GroupMetadata { value, .. } => value.as_ref().map(encode_group_value),
+        }
+    }
+
+    /// Decodes a record's key and value. Records with keys of unknown versions are an error
+    /// (the caller logs and skips them).
+    pub fn decode(key: &[u8], value: Option<&[u8]>) -> Result<OffsetsRecord, RecordError> {
+        let mut k = Reader { buf: key };
+        let version = k.i16()?;
+        match version {
+            0 | 1 => Ok(OffsetsRecord::OffsetCommit {
+                group_id: k.string()?,
+                topic: k.string()?,
+                partition: k.i32()?,
+                value: value.map(decode_offset_value).transpose()?,
+            }),
+            2 => Ok(OffsetsRecord::GroupMetadata {
+                group_id: k.string()?,
+                value: value.map(decode_group_value).transpose()?,
+            }),
+            version => Err(RecordError::UnknownVersion {
+                what: "key",
+                version,
+            }),
+        }
+    }
+}
+
+fn encode_offset_value(v: &OffsetCommitValue) -> Bytes {
+    let mut out = BytesMut::with_capacity(32 + v.metadata.len());
+    out.put_i16(OFFSET_COMMIT_VALUE_VERSION);
+    out.put_i64(v.offset);
+    out.put_i32(v.leader_epoch);
+    put_string(&mut out, &v.metadata);
+    out.put_i64(v.commit_timestamp_ms);
+    out.freeze()
+}
+
+fn decode_offset_value(buf: &[u8]) -> Result<OffsetCommitValue, RecordError> {
+    let mut r = Reader { buf };
+    let version = r.i16()?;
+    if !(0..=3).contains(&version) {
+        return Err(RecordError::UnknownVersion {
+            what: "offset commit value",
+            version,
+        });
+    }
+    let offset = r.i64()?;
+    let leader_epoch = if version >= 3 { r.i32()? } else { -1 };
+    let metadata = r.string()?;
+    let commit_timestamp_ms = r.i64()?;
+    if version == 1 {
+        let _expire_timestamp_ms = r.i64()?;
+    }
+    Ok(OffsetCommitValue {
+        offset,
+        leader_epoch,
+        metadata,
+        commit_timestamp_ms,
+    })
+}
+
+fn encode_group_value(v: &GroupMetadataValue) -> Bytes {
+    let members_bytes: usize = v
+        .members
+        .iter()
+        .map(|m| 64 + m.member_id.len() + m.subscription.len() + m.assignment.len())
+        .sum();
+    let mut out = BytesMut::with_capacity(64 + members_bytes);
+    out.put_i16(GROUP_METADATA_VALUE_VERSION);
+    put_string(&mut out, &v.protocol_type);
+    out.put_i32(v.generation_id);
+    put_nullable_string(&mut out, v.protocol_name.as_deref());
+    put_nullable_string(&mut out, v.leader.as_deref());
+    out.put_i64(v.current_state_timestamp_ms);
+    out.put_i32(v.members.len() as i32);
+    for m in &v.members {
+        put_string(&mut out, &m.member_id);
+        put_nullable_string(&mut out, m.group_instance_id.as_deref());
+        put_string(&mut out, &m.client_id);
+        put_string(&mut out, &m.client_host);
+        out.put_i32(m.rebalance_timeout_ms);
+        out.put_i32(m.session_timeout_ms);
+        put_bytes(&mut out, &m.subscription);
+        put_bytes(&mut out, &m.assignment);
+    }
+    out.freeze()
+}
+
+fn decode_group_value(buf: &[u8]) -> Result<GroupMetadataValue, RecordError> {
+    let mut r = Reader { buf };
+    let version = r.i16()?;
+    if !(0..=3).contains(&version) {
+        return Err(RecordError::UnknownVersion {
+            what: "group metadata value",
+            version,
+        });
+    }
+    let protocol_type = r.string()?;
+    let generation_id = r.i32()?;
+    let protocol_name = r.nullable_string()?;
+    let leader = r.nullable_string()?;
+    let current_state_timestamp_ms = if version >= 2 { r.i64()? } else { -1 };
+    let count = r.i32()?;
+    if count < 0 {
+        return Err(RecordError::NegativeLength);
+    }
+    // Each member takes at least 20 bytes: never reserve more than the input can hold.
+    let mut members = Vec::with_capacity((count as usize).min(r.buf.len() / 20));
+    for _ in 0..count {
+        let member_id = r.string()?;
+        let group_instance_id = if version >= 3 {
+            r.nullable_string()?
+        } else {
+            None
+        };
+        let client_id = r.string()?;
+        let client_host = r.string()?;
+        let rebalance_timeout_ms = if version >= 1 { r.i32()? } else { -1 };
+        let session_timeout_ms = r.i32()?;
+        let subscription = Bytes::copy_from_slice(r.bytes()?);
+        let assignment = Bytes::copy_from_slice(r.bytes()?);
+        members.push(StoredMember {
+            member_id,
+            group_instance_id,
+            client_id,
+            client_host,
+            rebalance_timeout_ms: if rebalance_timeout_ms < 0 {
+                session_timeout_ms
+            } else {
+                rebalance_timeout_ms
+            },
+            session_timeout_ms,
+            subscription,
+            assignment,
+        });
+    }
+    Ok(GroupMetadataValue {
+        protocol_type,
+        generation_id,
+        protocol_name,
+        leader,
+        current_state_timestamp_ms,
+        members,
+    })
+}
+
+fn put_string(out: &mut BytesMut, s: &str) {
+    out.put_i16(s.len().min(i16::MAX as usize) as i16);
+    out.put_slice(&s.as_bytes()[..s.len().min(i16::MAX as usize)]);
+}
+
+fn put_nullable_string(out: &mut BytesMut, s: Option<&str>) {
+    match s {
+        Some(s) => put_string(out, s),
+        None => out.put_i16(-1),
+    }
+}
+
+fn put_bytes(out: &mut BytesMut, b: &[u8]) {
+    out.put_i32(b.len() as i32);
+    out.put_slice(b);
+}
+
+/// A bounds-checked big-endian reader over untrusted bytes.
+pub(crate) struct Reader<'a> {
+    pub(crate) buf: &'a [u8],
+}
+
+impl<'a> Reader<'a> {
+    fn take(&mut self, n: usize) -> Result<&'a [u8], RecordError> {
+        if self.buf.len() < n {
+            return Err(RecordError::Truncated);
+        }
+        let (head, tail) = self.buf.split_at(n);
+        self.buf = tail;
+        Ok(head)
+    }
+
+    pub(crate) fn i16(&mut self) -> Result<i16, RecordError> {
+        let b = self.take(2)?;
+        Ok(i16::from_be_bytes([b[0], b[1]]))
+    }
+
+    pub(crate) fn i32(&mut self) -> Result<i32, RecordError> {
+        let b = self.take(4)?;
+        Ok(i32::from_be_bytes([b[0], b[1], b[2], b[3]]))
+    }
+
+    fn i64(&mut self) -> Result<i64, RecordError> {
+        let b = self.take(8)?;
+        let mut a = [0u8; 8];
+        a.copy_from_slice(b);
+        Ok(i64::from_be_bytes(a))
+    }
+
+    pub(crate) fn string(&mut self) -> Result<String, RecordError> {
+        self.nullable_string()?.ok_or(RecordError::NegativeLength)
+    }
+
+    fn nullable_string(&mut self) -> Result<Option<String>, RecordError> {
+        let len = self.i16()?;
+        if len < 0 {
+            return Ok(None);
+        }
+        let b = self.take(len as usize)?;
+        std::str::from_utf8(b)
+            .map(|s| Some(s.to_string()))
+            .map_err(|_| RecordError::BadString)
+    }
+
+    pub(crate) fn bytes(&mut self) -> Result<&'a [u8], RecordError> {
+        let len = self.i32()?;
+        if len < 0 {
+            return Ok(&[]);
+        }
+        self.take(len as usize)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn offset_commit_round_trips_in_kafkas_layout() {
+        let record = OffsetsRecord::OffsetCommit {
+            group_id: "g".into(),
+            topic: "t".into(),
+            partition: 7,
+            value: Some(OffsetCommitValue {
+                offset: 42,
+                leader_epoch: 3,
+                metadata: "m".into(),
+                commit_timestamp_ms: 1000,
+            }),
+        };
+        let key = record.encode_key();
+        // version 1, "g", "t", 7
+        assert_eq!(&key[..], &[0, 1, 0, 1, b'g', 0, 1, b't', 0, 0, 0, 7]);
+        let value = record.encode_value().expect("not a tombstone");
+        assert_eq!(&value[..2], &[0, 3]);
+        assert_eq!(value.len(), 2 + 8 + 4 + 3 + 8);
+        assert_eq!(OffsetsRecord::decode(&key, Some(&value)), Ok(record));
+    }
+
+    #[test]
+    fn group_metadata_round_trips_and_tombstones_have_no_value() {
+        let record = OffsetsRecord::GroupMetadata {
+            group_id: "group".into(),
+            value: Some(GroupMetadataValue {
+                protocol_type: "consumer".into(),
+                generation_id: 5,
+                protocol_name: Some("range".into()),
+                leader: Some("m1".into()),
+                current_state_timestamp_ms: 9,
+                members: vec![StoredMember {
+                    member_id: "m1".into(),
+                    group_instance_id: Some("i1".into()),
+                    client_id: "c".into(),
+                    client_host: "/127.0.0.1".into(),
+                    rebalance_timeout_ms: 300_000,
+                    session_timeout_ms: 45_000,
+                    subscription: Bytes::from_static(b"sub"),
+                    assignment: Bytes::from_static(b"asg"),
+                }],
+            }),
+        };
+        let key = record.encode_key();
+        let value = record.encode_value();
+        assert_eq!(OffsetsRecord::decode(&key, value.as_deref()), Ok(record));
+        let tombstone = OffsetsRecord::GroupMetadata {
+            group_id: "group".into(),
+            value: None,
+        };
+        assert_eq!(tombstone.encode_value(), None);
+        assert_eq!(OffsetsRecord::decode(&key, None), Ok(tombstone));
+    }
+
+    #[test]
+    fn old_offset_value_versions_decode() {
+        // v1: offset, metadata, commit timestamp, expire timestamp.
+        let mut v1 = BytesMut::new();
+        v1.put_i16(1);
+        v1.put_i64(10);
+        put_string(&mut v1, "");
+        v1.put_i64(5);
+        v1.put_i64(99);
+        let decoded = decode_offset_value(&v1).expect("v1 decodes");
+        assert_eq!((decoded.offset, decoded.leader_epoch), (10, -1));
+    }
+
+    #[test]
+    fn truncated_and_unknown_input_is_an_error_not_a_panic() {
+        let record = OffsetsRecord::GroupMetadata {
+            group_id: "g".into(),
+            value: Some(GroupMetadataValue {
+                protocol_type: "consumer".into(),
+                generation_id: 1,
+                protocol_name: None,
+                leader: None,
+                current_state_timestamp_ms: 0,
+                members: vec![],
+            }),
+        };
+        let key = record.encode_key();
+        let value = record.encode_value().expect("value");
+        for cut in 0..value.len() {
+            assert!(OffsetsRecord::decode(&key, Some(&value[..cut])).is_err());
+        }
+        for cut in 0..key.len() {
+            assert!(OffsetsRecord::decode(&key[..cut], None).is_err());
+        }
+        assert_eq!(
+            OffsetsRecord::decode(&[0, 9], None),
+            Err(RecordError::UnknownVersion {
+                what: "key",
+                version: 9
+            })
+        );
+        // A member count far beyond the bytes present must not allocate for it.
+        let mut huge = BytesMut::new();
+        huge.put_i16(3);
+        put_string(&mut huge, "consumer");
+        huge.put_i32(1);
+        huge.put_i16(-1);
+        huge.put_i16(-1);
+        huge.put_i64(0);
+        huge.put_i32(i32::MAX);
+        assert_eq!(decode_group_value(&huge), Err(RecordError::Truncated));
+    }
+}

@@ -1,0 +1,483 @@
+//! Kafka's GroupMetadataManager on one shard: it drives the `GroupCoordinator` of the groups
+//! whose partition of `__consumer_offsets` this shard owns — loads those partitions when they
+//! arrive here, appends the coordinator's records to them, answers delayed JoinGroup/SyncGroup
+//! requests, and runs the group timers (sessions, rebalance deadlines, offset expiry).
+//!
+//! The coordinator is a synchronous state machine in a `RefCell`: every call into it takes its
+//! effects in the same borrow, with no await in between, so each task carries out exactly the
+//! effects of its own call, in order.
+
+use std::cell::RefCell;
+use std::collections::BTreeSet;
+use std::rc::Rc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use bytes::Bytes;
+use futures_channel::oneshot;
+use sluice_group::{
+    Effect, GroupConfig, GroupCoordinator, GroupError, OffsetsRecord, GROUP_METADATA_TOPIC_NAME,
+};
+use sluice_protocol::codec::Uuid;
+use sluice_protocol::record_batch::{read_records, Record, RecordBatchBuilder, RecordBatches};
+use sluice_replica::TopicIdPartition;
+use sluice_shard::{GroupRequest, GroupResponse, MetadataImage};
+use tracing::{debug, error, info, warn};
+
+use crate::context::ShardContext;
+
+/// How a delayed JoinGroup or SyncGroup is answered.
+type Waiter = oneshot::Sender<GroupResponse>;
+
+/// How often sessions and rebalance deadlines are checked.
+const GROUP_TICK: Duration = Duration::from_millis(50);
+/// Bytes read per step while loading a partition of `__consumer_offsets`.
+const LOAD_READ_BYTES: usize = 1 << 20;
+
+/// The group coordinator of one shard.
+#[derive(Default)]
+pub struct GroupManager {
+    state: RefCell<Option<Coordinated>>,
+    /// Partitions that arrived with a metadata image, loaded by the next tick.
+    pending_loads: RefCell<Vec<i32>>,
+    /// Effects of unloading, carried out by the next tick.
+    pending_effects: RefCell<Vec<Effect<Waiter>>>,
+}
+
+struct Coordinated {
+    topic_id: Uuid,
+    coordinator: GroupCoordinator<Waiter>,
+    owned: BTreeSet<i32>,
+}
+
+/// Milliseconds since the epoch: commit timestamps are wall-clock, as in Kafka.
+pub fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
+}
+
+/// The group settings from the broker configuration.
+pub fn group_config(ctx: &ShardContext) -> GroupConfig {
+    let c = &ctx.config;
+    GroupConfig {
+        group_min_session_timeout_ms: c.group_min_session_timeout_ms,
+        group_max_session_timeout_ms: c.group_max_session_timeout_ms,
+        group_initial_rebalance_delay_ms: c.group_initial_rebalance_delay_ms,
+        group_max_size: c.group_max_size,
+        offsets_retention_ms: c.offsets_retention_minutes.saturating_mul(60_000),
+        offset_metadata_max_bytes: c.offset_metadata_max_bytes,
+    }
+}
+
+impl GroupManager {
+    /// Runs `f` on the coordinator and takes the effects it produced; `None` when this shard
+    /// coordinates nothing (no `__consumer_offsets` yet).
+    fn with<R>(
+        &self,
+        f: impl FnOnce(&mut GroupCoordinator<Waiter>) -> R,
+    ) -> Option<(R, Vec<Effect<Waiter>>)> {
+        let mut state = self.state.borrow_mut();
+        let coordinated = state.as_mut()?;
+        let result = f(&mut coordinated.coordinator);
+        let effects = coordinated.coordinator.take_effects();
+        if cfg!(debug_assertions) {
+            coordinated.coordinator.check_invariants();
+        }
+        Some((result, effects))
+    }
+
+    fn topic_id(&self) -> Option<Uuid> {
+        self.state.borrow().as_ref().map(|c| c.topic_id)
+    }
+
+    /// Serves one request for a group this shard coordinates.
+    pub async fn handle(&self, ctx: &ShardContext, request: GroupRequest) -> GroupResponse {
+        let now = now_ms();
+        match request {
+            GroupRequest::Join(args) => {
+                let (waiter, answer) = oneshot::channel();
+                let failed = GroupRequest::Join(args.clone());
+                self.delayed(ctx, answer, &failed, |c| c.join_group(args, waiter, now))
+                    .await
+            }
+            GroupRequest::Sync(args) => {
+                let (waiter, answer) = oneshot::channel();
+                let failed = GroupRequest::Sync(args.clone());
+                self.delayed(ctx, answer, &failed, |c| c.sync_group(args, waiter, now))
+                    .await
+            }
+            GroupRequest::Heartbeat {
+                group_id,
+                member_id,
+                group_instance_id,
+                generation_id,
+            } => {
+                let result = self.immediate(ctx, |c| {
+                    c.heartbeat(
+                        &group_id,
+                        &member_id,
+                        group_instance_id.as_deref(),
+                        generation_id,
+                        now,
+                    )
+                });
+                GroupResponse::Heartbeat(result.await.unwrap_or(Err(GroupError::NotCoordinator)))
+            }
+            GroupRequest::Leave { group_id, members } => {
+                let result = self.immediate(ctx, |c| c.leave_group(&group_id, &members, now));
+                GroupResponse::Leave(result.await.unwrap_or(Err(GroupError::NotCoordinator)))
+            }
+            GroupRequest::Commit(args) => GroupResponse::Commit(self.commit(ctx, args).await),
+            GroupRequest::FetchOffsets { group_id, topics } => {
+                let result = self.immediate(ctx, |c| c.fetch_offsets(&group_id, topics.as_deref()));
+                GroupResponse::FetchOffsets(result.await.unwrap_or(Err(GroupError::NotCoordinator)))
+            }
+            GroupRequest::Describe { group_id } => {
+                let result = self.immediate(ctx, |c| c.describe_group(&group_id));
+                GroupResponse::Describe(result.await.unwrap_or(Err(GroupError::NotCoordinator)))
+            }
+            GroupRequest::List => {
+                let result = self.immediate(ctx, |c| {
+                    if c.is_loading() {
+                        Err(GroupError::CoordinatorLoadInProgress)
+                    } else {
+                        Ok(c.list_groups())
+                    }
+                });
+                // A shard that coordinates nothing has no groups.
+                GroupResponse::List(result.await.unwrap_or(Ok(Vec::new())))
+            }
+            GroupRequest::Delete { group_id } => {
+                let result = self.immediate_written(ctx, |c| c.delete_group(&group_id, now));
+                GroupResponse::Delete(result.await.unwrap_or(Err(GroupError::NotCoordinator)))
+            }
+            GroupRequest::DeleteOffsets { group_id, topics } => {
+                let result = self.immediate_written(ctx, |c| c.delete_offsets(&group_id, &topics));
+                GroupResponse::DeleteOffsets(
+                    result.await.unwrap_or(Err(GroupError::NotCoordinator)),
+                )
+            }
+        }
+    }
+
+    /// A request answered through an effect (JoinGroup, SyncGroup): run the call, carry out
+    /// the effects, then wait for the answer (which another task may deliver later).
+    async fn delayed(
+        &self,
+        ctx: &ShardContext,
+        answer: oneshot::Receiver<GroupResponse>,
+        request: &GroupRequest,
+        f: impl FnOnce(&mut GroupCoordinator<Waiter>),
+    ) -> GroupResponse {
+        let Some(((), effects)) = self.with(f) else {
+            return request.failed(GroupError::NotCoordinator);
+        };
+        self.run_effects(ctx, effects).await;
+        // The waiter is dropped only when the partition is unloaded or the shard stops.
+        answer
+            .await
+            .unwrap_or_else(|_| request.failed(GroupError::NotCoordinator))
+    }
+
+    /// A request answered by the call itself; its effects (if any) are carried out first.
+    async fn immediate<R>(
+        &self,
+        ctx: &ShardContext,
+        f: impl FnOnce(&mut GroupCoordinator<Waiter>) -> R,
+    ) -> Option<R> {
+        let (result, effects) = self.with(f)?;
+        self.run_effects(ctx, effects).await;
+        Some(result)
+    }
+
+    /// Like `immediate`, for calls whose success means records were written: a failed write
+    /// turns success into COORDINATOR_NOT_AVAILABLE (the client retries).
+    async fn immediate_written<T>(
+        &self,
+        ctx: &ShardContext,
+        f: impl FnOnce(&mut GroupCoordinator<Waiter>) -> Result<T, GroupError>,
+    ) -> Option<Result<T, GroupError>> {
+        let (result, effects) = self.with(f)?;
+        let written = self.run_effects(ctx, effects).await;
+        Some(if written {
+            result
+        } else {
+            Err(GroupError::CoordinatorNotAvailable)
+        })
+    }
+
+    /// OffsetCommit: check, append the records, then make the offsets visible.
+    async fn commit(
+        &self,
+        ctx: &ShardContext,
+        args: sluice_group::OffsetCommitArgs,
+    ) -> Result<Vec<Result<(), GroupError>>, GroupError> {
+        let now = now_ms();
+        let Some((prepared, _)) = self.with(|c| c.prepare_commit(&args, now)) else {
+            return Err(GroupError::NotCoordinator);
+        };
+        let prepared = prepared?;
+        let records: Vec<OffsetsRecord> = prepared.iter().filter_map(|r| r.clone().ok()).collect();
+        if !records.is_empty() {
+            let partition = self
+                .state
+                .borrow()
+                .as_ref()
+                .map(|c| c.coordinator.partition_for(&args.group_id));
+            let Some(partition) = partition else {
+                return Err(GroupError::NotCoordinator);
+            };
+            if !self.append(ctx, partition, &records, now).await {
+                return Err(GroupError::CoordinatorNotAvailable);
+            }
+            self.with(|c| c.apply_commit(&records));
+        }
+        Ok(prepared.into_iter().map(|r| r.map(|_| ())).collect())
+    }
+
+    /// Carries out effects in order; false when a write failed (the answers after a failed
+    /// write say COORDINATOR_NOT_AVAILABLE instead of success).
+    async fn run_effects(&self, ctx: &ShardContext, effects: Vec<Effect<Waiter>>) -> bool {
+        let mut written = true;
+        for effect in effects {
+            match effect {
+                Effect::Write { partition, records } => {
+                    written &= self.append(ctx, partition, &records, now_ms()).await;
+                }
+                Effect::JoinDone { waiter, result } => {
+                    let _ = waiter.send(GroupResponse::Join(result));
+                }
+                Effect::SyncDone { waiter, mut result } => {
+                    if !written && result.error.is_none() {
+                        result = sluice_group::SyncGroupResult {
+                            error: Some(GroupError::CoordinatorNotAvailable),
+                            protocol_type: None,
+                            protocol_name: None,
+                            assignment: Bytes::new(),
+                        };
+                    }
+                    let _ = waiter.send(GroupResponse::Sync(result));
+                }
+            }
+        }
+        written
+    }
+
+    /// Appends records to this shard's partition of `__consumer_offsets` as one batch.
+    async fn append(
+        &self,
+        ctx: &ShardContext,
+        partition: i32,
+        records: &[OffsetsRecord],
+        now: i64,
+    ) -> bool {
+        let Some(topic_id) = self.topic_id() else {
+            return false;
+        };
+        let tp = TopicIdPartition {
+            topic_id,
+            partition,
+        };
+        let Some(log) = ctx.replicas.get(&tp) else {
+            warn!(partition, "group coordinator partition is not hosted here");
+            return false;
+        };
+        let mut builder = RecordBatchBuilder::new(now);
+        for record in records {
+            let key = record.encode_key();
+            let value = record.encode_value();
+            builder = builder.record(Some(&key), value.as_deref());
+        }
+        match log.append_records_to_leader(&builder.build()).await {
+            Ok(_) => true,
+            Err(error) => {
+                error!(partition, %error, "cannot write to __consumer_offsets");
+                false
+            }
+        }
+    }
+
+    // ---- ownership and loading --------------------------------------------------------------
+
+    /// Follows a new metadata image: starts loading the partitions of `__consumer_offsets`
+    /// that arrived on this shard and unloads those that left.
+    pub fn on_metadata(&self, ctx: &ShardContext, image: &MetadataImage) {
+        let Some(topic) = image.topic(GROUP_METADATA_TOPIC_NAME) else {
+            self.state.borrow_mut().take();
+            return;
+        };
+        {
+            let mut state = self.state.borrow_mut();
+            if state.as_ref().is_some_and(|c| c.topic_id != topic.topic_id) {
+                state.take();
+            }
+            if state.is_none() {
+                let seed = (now_ms() as u64) ^ (u64::from(ctx.shard_id.0) << 48);
+                *state = Some(Coordinated {
+                    topic_id: topic.topic_id,
+                    coordinator: GroupCoordinator::new(
+                        group_config(ctx),
+                        topic.partitions.len() as i32,
+                        seed,
+                    ),
+                    owned: BTreeSet::new(),
+                });
+            }
+        }
+        for p in &topic.partitions {
+            let tp = TopicIdPartition {
+                topic_id: topic.topic_id,
+                partition: p.partition,
+            };
+            let here = image.shard_table.shard_of(&tp) == Some(ctx.shard_id);
+            let owned = self
+                .state
+                .borrow()
+                .as_ref()
+                .is_some_and(|c| c.owned.contains(&p.partition));
+            if here && !owned {
+                self.begin_load(p.partition);
+            } else if !here && owned {
+                self.unload(p.partition);
+            }
+        }
+    }
+
+    fn begin_load(&self, partition: i32) {
+        if let Some(c) = self.state.borrow_mut().as_mut() {
+            c.owned.insert(partition);
+            c.coordinator.begin_load(partition);
+        }
+        self.pending_loads.borrow_mut().push(partition);
+    }
+
+    fn unload(&self, partition: i32) {
+        if let Some((_, effects)) = self.with(|c| c.unload(partition)) {
+            self.pending_effects.borrow_mut().extend(effects);
+        }
+        if let Some(c) = self.state.borrow_mut().as_mut() {
+            c.owned.remove(&partition);
+        }
+        info!(
+            partition,
+            "no longer coordinating the groups of this partition"
+        );
+    }
+
+    /// Reads the partition from its start to its end and rebuilds its groups. Requests for
+    /// them get COORDINATOR_LOAD_IN_PROGRESS meanwhile.
+    async fn load(&self, ctx: &ShardContext, partition: i32) {
+        let started = std::time::Instant::now();
+        let Some(topic_id) = self.topic_id() else {
+            return;
+        };
+        let tp = TopicIdPartition {
+            topic_id,
+            partition,
+        };
+        let Some(log) = ctx.replicas.get(&tp) else {
+            warn!(
+                partition,
+                "cannot load group state: partition not hosted here"
+            );
+            return;
+        };
+        let mut offset = log.log_start_offset();
+        let end = log.high_watermark();
+        let mut records = 0usize;
+        while offset < end {
+            let data = match log.read_records(offset, LOAD_READ_BYTES, true).await {
+                Ok(data) => data,
+                Err(error) => {
+                    error!(partition, offset, %error, "cannot read __consumer_offsets; loading stops here");
+                    break;
+                }
+            };
+            let before = offset;
+            for batch in RecordBatches::new(data.records) {
+                let Ok((header, bytes)) = batch else {
+                    break;
+                };
+                offset = header.next_offset();
+                if header.is_control() {
+                    continue;
+                }
+                match read_records(&bytes) {
+                    Ok(batch_records) => {
+                        records += batch_records.len();
+                        self.load_batch(partition, batch_records);
+                    }
+                    Err(error) => {
+                        warn!(partition, base_offset = header.base_offset, %error, "unreadable batch in __consumer_offsets skipped")
+                    }
+                }
+            }
+            if offset <= before {
+                error!(
+                    partition,
+                    offset, "no progress loading __consumer_offsets; loading stops here"
+                );
+                break;
+            }
+        }
+        self.with(|c| c.complete_load(partition, now_ms()));
+        let elapsed_ms = started.elapsed().as_millis() as u64;
+        if records > 0 {
+            info!(partition, records, elapsed_ms, "loaded group state");
+        } else {
+            debug!(partition, elapsed_ms, "loaded group state (empty)");
+        }
+    }
+
+    fn load_batch(&self, partition: i32, batch: Vec<Record>) {
+        let mut state = self.state.borrow_mut();
+        let Some(c) = state.as_mut() else {
+            return;
+        };
+        for record in batch {
+            let Some(key) = record.key else {
+                continue;
+            };
+            match OffsetsRecord::decode(&key, record.value.as_deref()) {
+                Ok(decoded) => c.coordinator.load_record(partition, decoded),
+                Err(error) => {
+                    warn!(partition, %error, "unreadable __consumer_offsets record skipped")
+                }
+            }
+        }
+    }
+
+    // ---- timers ------------------------------------------------------------------------------
+
+    /// Starts the session/rebalance tick and the offset expiry on this shard.
+    pub fn spawn_timers(self: &Rc<Self>, ctx: &Rc<ShardContext>) {
+        let manager = self.clone();
+        crate::log_manager::every(ctx.clone(), GROUP_TICK, move |ctx| {
+            let manager = manager.clone();
+            async move {
+                let loads: Vec<i32> = manager.pending_loads.borrow_mut().drain(..).collect();
+                for partition in loads {
+                    let (manager, ctx) = (manager.clone(), ctx.clone());
+                    glommio::spawn_local(async move { manager.load(&ctx, partition).await })
+                        .detach();
+                }
+                let unloaded: Vec<_> = manager.pending_effects.borrow_mut().drain(..).collect();
+                manager.run_effects(&ctx, unloaded).await;
+                if let Some(((), effects)) = manager.with(|c| c.tick(now_ms())) {
+                    manager.run_effects(&ctx, effects).await;
+                }
+            }
+        });
+        let manager = self.clone();
+        let interval = Duration::from_millis(ctx.config.offsets_retention_check_interval_ms);
+        crate::log_manager::every(ctx.clone(), interval, move |ctx| {
+            let manager = manager.clone();
+            async move {
+                if let Some(((), effects)) = manager.with(|c| c.expire_offsets(now_ms())) {
+                    manager.run_effects(&ctx, effects).await;
+                }
+            }
+        });
+    }
+}

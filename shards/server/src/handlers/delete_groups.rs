@@ -1,0 +1,45 @@
+//! DeleteGroups (key 42): removes empty groups with their offsets (tombstones in
+//! `__consumer_offsets`); a group with members gets NON_EMPTY_GROUP.
+
+use sluice_protocol::messages::delete_groups::{
+    self as msg, DeletableGroupResult, DeleteGroupsRequest, DeleteGroupsResponse,
+};
+use sluice_shard::{GroupRequest, GroupResponse};
+
+use super::HandlerEntry;
+use crate::context::ShardContext;
+use crate::error::group_result_code;
+use crate::group_router;
+
+/// Registered versions.
+pub const ENTRY: HandlerEntry = HandlerEntry {
+    api_key: msg::API_KEY,
+    min_version: msg::MIN_VERSION,
+    max_version: msg::MAX_VERSION,
+};
+
+/// Answers DeleteGroups.
+pub async fn handle(
+    ctx: &ShardContext,
+    _version: i16,
+    request: DeleteGroupsRequest,
+) -> DeleteGroupsResponse {
+    let mut results = Vec::with_capacity(request.groups_names.len());
+    for group_id in request.groups_names {
+        let work = GroupRequest::Delete {
+            group_id: group_id.clone(),
+        };
+        let result = match group_router::call(ctx, work).await {
+            GroupResponse::Delete(result) => result,
+            other => unreachable!("a Delete request is answered in kind, not {other:?}"),
+        };
+        results.push(DeletableGroupResult {
+            group_id,
+            error_code: group_result_code(&result).0,
+        });
+    }
+    DeleteGroupsResponse {
+        throttle_time_ms: 0,
+        results,
+    }
+}

@@ -1,0 +1,37 @@
+//! Heartbeat (key 12): keeps a member's session alive; REBALANCE_IN_PROGRESS tells it to rejoin.
+
+use sluice_protocol::messages::heartbeat::{self as msg, HeartbeatRequest, HeartbeatResponse};
+use sluice_shard::{GroupRequest, GroupResponse};
+
+use super::HandlerEntry;
+use crate::context::ShardContext;
+use crate::error::group_result_code;
+use crate::group_router;
+
+/// Registered versions.
+pub const ENTRY: HandlerEntry = HandlerEntry {
+    api_key: msg::API_KEY,
+    min_version: msg::MIN_VERSION,
+    max_version: msg::MAX_VERSION,
+};
+
+/// Answers Heartbeat.
+pub async fn handle(
+    ctx: &ShardContext,
+    _version: i16,
+    request: HeartbeatRequest,
+) -> HeartbeatResponse {
+    let work = GroupRequest::Heartbeat {
+        group_id: request.group_id,
+        member_id: request.member_id,
+        group_instance_id: request.group_instance_id,
+        generation_id: request.generation_id,
+    };
+    let GroupResponse::Heartbeat(result) = group_router::call(ctx, work).await else {
+        unreachable!("a Heartbeat request is answered with Heartbeat");
+    };
+    HeartbeatResponse {
+        throttle_time_ms: 0,
+        error_code: group_result_code(&result).0,
+    }
+}

@@ -1,0 +1,69 @@
+//! JoinGroup (key 11): a member joins (or rejoins) a group; the answer waits on the group's
+//! coordinator until the rebalance completes. v4+ hands a new member its id first
+//! (MEMBER_ID_REQUIRED, KIP-394); v5+ carries static membership (`group.instance.id`).
+
+use sluice_group::JoinGroupArgs;
+use sluice_protocol::messages::join_group::{
+    self as msg, JoinGroupRequest, JoinGroupResponse, JoinGroupResponseMember,
+};
+use sluice_shard::{GroupRequest, GroupResponse};
+
+use super::{ClientInfo, HandlerEntry};
+use crate::context::ShardContext;
+use crate::error::group_error_code;
+use crate::group_router;
+
+/// Registered versions.
+pub const ENTRY: HandlerEntry = HandlerEntry {
+    api_key: msg::API_KEY,
+    min_version: msg::MIN_VERSION,
+    max_version: msg::MAX_VERSION,
+};
+
+/// Answers JoinGroup.
+pub async fn handle(
+    ctx: &ShardContext,
+    version: i16,
+    request: JoinGroupRequest,
+    client: &ClientInfo,
+) -> JoinGroupResponse {
+    let args = JoinGroupArgs {
+        group_id: request.group_id,
+        member_id: request.member_id,
+        group_instance_id: request.group_instance_id,
+        client_id: client.client_id.clone(),
+        client_host: client.client_host.clone(),
+        session_timeout_ms: request.session_timeout_ms,
+        rebalance_timeout_ms: request.rebalance_timeout_ms,
+        protocol_type: request.protocol_type,
+        protocols: request
+            .protocols
+            .into_iter()
+            .map(|p| (p.name, p.metadata))
+            .collect(),
+        require_known_member_id: version >= 4,
+    };
+    let GroupResponse::Join(result) = group_router::call(ctx, GroupRequest::Join(args)).await
+    else {
+        unreachable!("a Join request is answered with Join");
+    };
+    JoinGroupResponse {
+        throttle_time_ms: 0,
+        error_code: result.error.map(|e| group_error_code(&e).0).unwrap_or(0),
+        generation_id: result.generation_id,
+        protocol_type: result.protocol_type,
+        protocol_name: result.protocol_name,
+        leader: result.leader_id,
+        skip_assignment: result.skip_assignment,
+        member_id: result.member_id,
+        members: result
+            .members
+            .into_iter()
+            .map(|m| JoinGroupResponseMember {
+                member_id: m.member_id,
+                group_instance_id: m.group_instance_id,
+                metadata: m.metadata,
+            })
+            .collect(),
+    }
+}

@@ -1,0 +1,50 @@
+//! SyncGroup (key 14): members fetch their assignment; the leader brings it. The answer waits
+//! on the coordinator until the leader's assignment is stored.
+
+use sluice_group::SyncGroupArgs;
+use sluice_protocol::messages::sync_group::{self as msg, SyncGroupRequest, SyncGroupResponse};
+use sluice_shard::{GroupRequest, GroupResponse};
+
+use super::HandlerEntry;
+use crate::context::ShardContext;
+use crate::error::group_error_code;
+use crate::group_router;
+
+/// Registered versions.
+pub const ENTRY: HandlerEntry = HandlerEntry {
+    api_key: msg::API_KEY,
+    min_version: msg::MIN_VERSION,
+    max_version: msg::MAX_VERSION,
+};
+
+/// Answers SyncGroup.
+pub async fn handle(
+    ctx: &ShardContext,
+    _version: i16,
+    request: SyncGroupRequest,
+) -> SyncGroupResponse {
+    let args = SyncGroupArgs {
+        group_id: request.group_id,
+        generation_id: request.generation_id,
+        member_id: request.member_id,
+        group_instance_id: request.group_instance_id,
+        protocol_type: request.protocol_type,
+        protocol_name: request.protocol_name,
+        assignments: request
+            .assignments
+            .into_iter()
+            .map(|a| (a.member_id, a.assignment))
+            .collect(),
+    };
+    let GroupResponse::Sync(result) = group_router::call(ctx, GroupRequest::Sync(args)).await
+    else {
+        unreachable!("a Sync request is answered with Sync");
+    };
+    SyncGroupResponse {
+        throttle_time_ms: 0,
+        error_code: result.error.map(|e| group_error_code(&e).0).unwrap_or(0),
+        protocol_type: result.protocol_type,
+        protocol_name: result.protocol_name,
+        assignment: result.assignment,
+    }
+}
