@@ -12,17 +12,11 @@ use sluice_protocol::messages::describe_configs::{RESOURCE_BROKER, RESOURCE_TOPI
 use sluice_shard::{ConfigChange, ConfigOp, MetadataError, TopicConfigChanges};
 
 use super::describe_configs::check_broker_name;
-use super::HandlerEntry;
 use crate::context::ShardContext;
 use crate::controller_client;
 use crate::error::metadata_error_code;
 
-/// Registered versions.
-pub const ENTRY: HandlerEntry = HandlerEntry {
-    api_key: msg::API_KEY,
-    min_version: msg::MIN_VERSION,
-    max_version: msg::MAX_VERSION,
-};
+super::served_versions!(msg);
 
 /// Answers AlterConfigs.
 pub async fn handle(

@@ -5,14 +5,9 @@ use sluice_protocol::messages::api_versions::{
     self as msg, ApiVersion, ApiVersionsRequest, ApiVersionsResponse,
 };
 
-use super::{HandlerEntry, REGISTRY};
+use super::REGISTRY;
 
-/// Registered versions.
-pub const ENTRY: HandlerEntry = HandlerEntry {
-    api_key: msg::API_KEY,
-    min_version: msg::MIN_VERSION,
-    max_version: msg::MAX_VERSION,
-};
+super::served_versions!(msg);
 
 /// Answers ApiVersions.
 pub fn handle(_version: i16, _request: &ApiVersionsRequest) -> ApiVersionsResponse {

@@ -9,17 +9,11 @@ use sluice_protocol::messages::create_topics::{
 };
 use sluice_shard::{MetadataError, NewTopic};
 
-use super::HandlerEntry;
 use crate::context::ShardContext;
 use crate::controller_client;
 use crate::error::metadata_error_code;
 
-/// Registered versions.
-pub const ENTRY: HandlerEntry = HandlerEntry {
-    api_key: msg::API_KEY,
-    min_version: msg::MIN_VERSION,
-    max_version: msg::MAX_VERSION,
-};
+super::served_versions!(msg);
 
 /// Kafka's config source for a topic-level override.
 const DYNAMIC_TOPIC_CONFIG: i8 = 1;

@@ -6,17 +6,11 @@ use sluice_protocol::messages::delete_topics::{
 };
 use sluice_shard::TopicRef;
 
-use super::HandlerEntry;
 use crate::context::ShardContext;
 use crate::controller_client;
 use crate::error::metadata_error_code;
 
-/// Registered versions.
-pub const ENTRY: HandlerEntry = HandlerEntry {
-    api_key: msg::API_KEY,
-    min_version: msg::MIN_VERSION,
-    max_version: msg::MAX_VERSION,
-};
+super::served_versions!(msg);
 
 /// Answers DeleteTopics.
 pub async fn handle(

@@ -5,15 +5,10 @@ use sluice_protocol::messages::describe_cluster::{
     self as msg, DescribeClusterBroker, DescribeClusterRequest, DescribeClusterResponse,
 };
 
-use super::{HandlerEntry, AUTHORIZED_OPERATIONS_OMITTED};
+use super::AUTHORIZED_OPERATIONS_OMITTED;
 use crate::context::ShardContext;
 
-/// Registered versions.
-pub const ENTRY: HandlerEntry = HandlerEntry {
-    api_key: msg::API_KEY,
-    min_version: msg::MIN_VERSION,
-    max_version: msg::MAX_VERSION,
-};
+super::served_versions!(msg);
 
 /// `endpoint_type` 1: brokers (the only kind a broker listener describes).
 const ENDPOINT_TYPE_BROKERS: i8 = 1;

@@ -10,16 +10,10 @@ use sluice_protocol::messages::describe_configs::{
 };
 use sluice_shard::{MetadataError, TopicImage};
 
-use super::HandlerEntry;
 use crate::context::ShardContext;
 use crate::error::metadata_error_code;
 
-/// Registered versions.
-pub const ENTRY: HandlerEntry = HandlerEntry {
-    api_key: msg::API_KEY,
-    min_version: msg::MIN_VERSION,
-    max_version: msg::MAX_VERSION,
-};
+super::served_versions!(msg);
 
 /// Answers DescribeConfigs.
 pub fn handle(

@@ -9,17 +9,11 @@ use sluice_protocol::messages::describe_groups::{
 };
 use sluice_shard::{GroupRequest, GroupResponse};
 
-use super::HandlerEntry;
 use crate::context::ShardContext;
 use crate::error::group_error_code;
 use crate::group_router;
 
-/// Registered versions.
-pub const ENTRY: HandlerEntry = HandlerEntry {
-    api_key: msg::API_KEY,
-    min_version: msg::MIN_VERSION,
-    max_version: msg::MAX_VERSION,
-};
+super::served_versions!(msg);
 
 /// Kafka's `AclOperation` codes a group supports with no authorizer: READ (3), DELETE (6),
 /// DESCRIBE (8).

@@ -16,17 +16,11 @@ use sluice_protocol::messages::fetch::{
 use sluice_replica::{FetchPartitionData, TopicIdPartition};
 use sluice_shard::{FetchPartitionRequest, MetadataImage, ShardId};
 
-use super::HandlerEntry;
 use crate::context::ShardContext;
 use crate::error::PartitionError;
 use crate::router;
 
-/// Registered versions.
-pub const ENTRY: HandlerEntry = HandlerEntry {
-    api_key: msg::API_KEY,
-    min_version: msg::MIN_VERSION,
-    max_version: msg::MAX_VERSION,
-};
+super::served_versions!(msg);
 
 /// Fetch version from which topics are named by id.
 const TOPIC_ID_MIN_VERSION: i16 = 13;

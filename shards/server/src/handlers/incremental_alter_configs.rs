@@ -8,15 +8,9 @@ use sluice_protocol::messages::incremental_alter_configs::{
 use sluice_shard::{ConfigChange, ConfigOp, MetadataError};
 
 use super::alter_configs::{alter, null_value, Resource};
-use super::HandlerEntry;
 use crate::context::ShardContext;
 
-/// Registered versions.
-pub const ENTRY: HandlerEntry = HandlerEntry {
-    api_key: msg::API_KEY,
-    min_version: msg::MIN_VERSION,
-    max_version: msg::MAX_VERSION,
-};
+super::served_versions!(msg);
 
 /// Answers IncrementalAlterConfigs.
 pub async fn handle(

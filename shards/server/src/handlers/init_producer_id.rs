@@ -9,15 +9,9 @@ use sluice_protocol::messages::init_producer_id::{
 };
 use tracing::warn;
 
-use super::HandlerEntry;
 use crate::context::ShardContext;
 
-/// Registered versions.
-pub const ENTRY: HandlerEntry = HandlerEntry {
-    api_key: msg::API_KEY,
-    min_version: msg::MIN_VERSION,
-    max_version: msg::MAX_VERSION,
-};
+super::served_versions!(msg);
 
 /// Kafka's `NO_PRODUCER_ID` / `NO_PRODUCER_EPOCH`.
 const NO_PRODUCER_ID: i64 = -1;

@@ -8,17 +8,12 @@ use sluice_protocol::messages::join_group::{
 };
 use sluice_shard::{GroupRequest, GroupResponse};
 
-use super::{ClientInfo, HandlerEntry};
+use super::ClientInfo;
 use crate::context::ShardContext;
 use crate::error::group_error_code;
 use crate::group_router;
 
-/// Registered versions.
-pub const ENTRY: HandlerEntry = HandlerEntry {
-    api_key: msg::API_KEY,
-    min_version: msg::MIN_VERSION,
-    max_version: msg::MAX_VERSION,
-};
+super::served_versions!(msg);
 
 /// Answers JoinGroup.
 pub async fn handle(

@@ -5,17 +5,11 @@ use sluice_protocol::messages::list_groups::{
     self as msg, ListGroupsRequest, ListGroupsResponse, ListedGroup,
 };
 
-use super::HandlerEntry;
 use crate::context::ShardContext;
 use crate::error::group_error_code;
 use crate::group_router;
 
-/// Registered versions.
-pub const ENTRY: HandlerEntry = HandlerEntry {
-    api_key: msg::API_KEY,
-    min_version: msg::MIN_VERSION,
-    max_version: msg::MAX_VERSION,
-};
+super::served_versions!(msg);
 
 /// The type of every group Sluice coordinates.
 const CLASSIC_GROUP_TYPE: &str = "classic";

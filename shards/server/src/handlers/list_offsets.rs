@@ -9,16 +9,10 @@ use sluice_protocol::messages::list_offsets::{
 use sluice_replica::TopicIdPartition;
 use sluice_shard::ShardId;
 
-use super::HandlerEntry;
 use crate::context::ShardContext;
 use crate::router;
 
-/// Registered versions.
-pub const ENTRY: HandlerEntry = HandlerEntry {
-    api_key: msg::API_KEY,
-    min_version: msg::MIN_VERSION,
-    max_version: msg::MAX_VERSION,
-};
+super::served_versions!(msg);
 
 /// Answers ListOffsets.
 pub async fn handle(

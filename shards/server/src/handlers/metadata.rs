@@ -10,16 +10,11 @@ use sluice_protocol::messages::metadata::{
 use sluice_shard::{MetadataError, MetadataImage, NewTopic, TopicImage};
 use tracing::warn;
 
-use super::{HandlerEntry, AUTHORIZED_OPERATIONS_OMITTED};
+use super::AUTHORIZED_OPERATIONS_OMITTED;
 use crate::context::ShardContext;
 use crate::controller_client;
 
-/// Registered versions.
-pub const ENTRY: HandlerEntry = HandlerEntry {
-    api_key: msg::API_KEY,
-    min_version: msg::MIN_VERSION,
-    max_version: msg::MAX_VERSION,
-};
+super::served_versions!(msg);
 
 /// Answers Metadata.
 pub async fn handle(

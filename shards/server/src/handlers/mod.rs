@@ -36,6 +36,20 @@ pub struct ClientInfo {
     pub client_host: String,
 }
 
+/// Declares a handler's `ENTRY`: the API key and versions its message module (`msg`) codes —
+/// a handler serves every version the codec reads, no more.
+macro_rules! served_versions {
+    ($msg:ident) => {
+        /// Registered versions.
+        pub const ENTRY: $crate::handlers::HandlerEntry = $crate::handlers::HandlerEntry {
+            api_key: $msg::API_KEY,
+            min_version: $msg::MIN_VERSION,
+            max_version: $msg::MAX_VERSION,
+        };
+    };
+}
+pub(crate) use served_versions;
+
 /// A registered handler: API key and the version range it serves.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct HandlerEntry {

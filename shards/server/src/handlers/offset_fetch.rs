@@ -9,17 +9,11 @@ use sluice_protocol::messages::offset_fetch::{
 };
 use sluice_shard::{GroupRequest, GroupResponse};
 
-use super::HandlerEntry;
 use crate::context::ShardContext;
 use crate::error::group_error_code;
 use crate::group_router;
 
-/// Registered versions.
-pub const ENTRY: HandlerEntry = HandlerEntry {
-    api_key: msg::API_KEY,
-    min_version: msg::MIN_VERSION,
-    max_version: msg::MAX_VERSION,
-};
+super::served_versions!(msg);
 
 /// Answers OffsetFetch.
 pub async fn handle(

@@ -16,17 +16,11 @@ use sluice_replica::{LogAppendInfo, TopicIdPartition};
 use sluice_shard::{MetadataImage, ShardId};
 
 use super::metadata::default_new_topic;
-use super::HandlerEntry;
 use crate::context::ShardContext;
 use crate::error::PartitionError;
 use crate::{controller_client, router};
 
-/// Registered versions.
-pub const ENTRY: HandlerEntry = HandlerEntry {
-    api_key: msg::API_KEY,
-    min_version: msg::MIN_VERSION,
-    max_version: msg::MAX_VERSION,
-};
+super::served_versions!(msg);
 
 /// A refusal: Kafka's error code and a message for the client.
 type Refusal = (ErrorCode, Option<String>);
