@@ -1,9 +1,9 @@
-"""A consumer-group member for the client suite, with librdkafka (confluent-kafka) or
-kafka-python: subscribes, logs ownership changes and every record to an events file (format in
+"""A consumer-group member for the client suite, with librdkafka (confluent-kafka),
+kafka-python or aiokafka (run_aiokafka): subscribes, logs ownership changes and every record to an events file (format in
 groups.py), commits synchronously after each processed poll, and leaves the group when the stop
 file appears.
 
-    group_consumer.py --client confluent|kafka-python --bootstrap B --topic T --group G
+    group_consumer.py --client confluent|kafka-python|aiokafka --bootstrap B --topic T --group G
                       --events F --stop-file S [--session-timeout-ms 6000] [--assignor range]
 """
 
@@ -108,9 +108,70 @@ def run_kafka_python(a, log: EventLog) -> None:
     c.close()
 
 
+def run_aiokafka(a, log: EventLog) -> None:
+    """aiokafka with its defaults except enable_auto_commit=False and auto_offset_reset="earliest"
+    (session and heartbeat settings are not passed).  Its coordinator rebalances in the background,
+    between our awaits, so -- as aiokafka's ConsumerRebalanceListener documents for manual commits --
+    processed but not yet committed offsets are committed in on_partitions_revoked, which it awaits
+    before rejoining."""
+    import asyncio
+
+    from aiokafka import AIOKafkaConsumer, ConsumerRebalanceListener, TopicPartition
+
+    async def run():
+        consumer = AIOKafkaConsumer(bootstrap_servers=a.bootstrap, group_id=a.group, enable_auto_commit=False,
+                                    auto_offset_reset="earliest")
+        pending = {}  # partition -> next offset, processed but not committed yet
+
+        async def commit(offsets: dict) -> None:
+            if not offsets:
+                return
+            offsets = dict(offsets)
+            try:
+                await consumer.commit({TopicPartition(a.topic, p): o for p, o in offsets.items()})
+            except Exception as e:  # noqa: BLE001 - any commit failure is logged and counted
+                log.commit_failed(type(e).__name__)
+                return
+            log.committed(offsets)
+            for p, o in offsets.items():
+                if pending.get(p) == o:
+                    del pending[p]
+
+        class Listener(ConsumerRebalanceListener):
+            async def on_partitions_revoked(self, revoked):
+                await commit({tp.partition: pending[tp.partition] for tp in revoked if tp.partition in pending})
+                log.ownership("REVOKE", [tp.partition for tp in revoked])
+
+            async def on_partitions_assigned(self, assigned):
+                log.ownership("ASSIGN", [tp.partition for tp in assigned])
+
+        consumer.subscribe([a.topic], listener=Listener())
+        await consumer.start()
+        try:
+            while not os.path.exists(a.stop_file):
+                batches = await consumer.getmany(timeout_ms=200, max_records=500)
+                nxt = {}
+                for tp, msgs in batches.items():
+                    for m in msgs:
+                        log.record(tp.partition, m.offset, m.key)
+                        nxt[tp.partition] = m.offset + 1
+                if not nxt:
+                    continue
+                log.flush()
+                pending.update(nxt)
+                await commit(nxt)
+            await commit(pending)
+            # aiokafka calls no listener on stop(); nothing is processed from here on.
+            log.ownership("REVOKE", [tp.partition for tp in consumer.assignment()])
+        finally:
+            await consumer.stop()  # LeaveGroup
+
+    asyncio.run(run())
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--client", choices=["confluent", "kafka-python"], required=True)
+    ap.add_argument("--client", choices=["confluent", "kafka-python", "aiokafka"], required=True)
     ap.add_argument("--bootstrap", required=True)
     ap.add_argument("--topic", required=True)
     ap.add_argument("--group", required=True)
@@ -121,7 +182,7 @@ def main() -> int:
     ap.add_argument("--assignor", default="range")
     a = ap.parse_args()
     log = EventLog(a.events)
-    {"confluent": run_confluent, "kafka-python": run_kafka_python}[a.client](a, log)
+    {"confluent": run_confluent, "kafka-python": run_kafka_python, "aiokafka": run_aiokafka}[a.client](a, log)
     print("stopped")
     return 0
 

@@ -204,3 +204,156 @@ def consumed_keys(consumers) -> set:
     for c in consumers:
         keys.update(k for _, _, k in c.events().records)
     return keys
+
+
+# ---------------------------------------------------------------------------- other clients' members
+# Members from the Go CLI (go/, `franz-group` / `sarama-group`) and the kafkajs tool (node/,
+# `group-consume`), writing the same events file as above. Build the Go CLI first (test_go.build_go_tool).
+
+GO_BIN = HERE / "go" / "bin" / "sluice-go-clients"
+KAFKAJS_TOOL = HERE / "node" / "kafkajs_tool.js"
+
+
+def go_consumer(name, workdir, bootstrap, topic, group, client: str, debug: bool = False) -> GroupConsumer:
+    """client: franz | sarama."""
+    cmd = [str(GO_BIN), f"{client}-group", "--bootstrap", bootstrap, "--topic", topic, "--group", group]
+    if debug:
+        cmd.append("--debug")
+    return GroupConsumer(name, workdir, cmd)
+
+
+def node_consumer(name, workdir, bootstrap, topic, group, debug: bool = False) -> GroupConsumer:
+    cmd = ["node", str(KAFKAJS_TOOL), "group-consume", "--bootstrap", bootstrap, "--topic", topic, "--group", group]
+    if debug:
+        cmd += ["--debug", "true"]
+    return GroupConsumer(name, workdir, cmd)
+
+
+def graceful_leave_scenario(broker, workdir: Path, make_consumer, topic: str, partitions: int = 12,
+                            members: int = 3, count: int = 6000, label: str = "") -> dict:
+    """The client suites' group scenario, for members that commit synchronously after processing:
+
+    `members` members (make_consumer(name) -> GroupConsumer, not started) of one group over a
+    `partitions`-partition topic get an even split; `count` keyed messages (Java producer) are all
+    consumed, none twice; then `count` more are produced while one member stops (LeaveGroup) and the
+    others take over its partitions: every message consumed, none twice, no partition owned by two
+    members at once. Finally all stop, `count // 6` more are produced, and a later member of the same
+    group reads exactly those (it resumes at the committed offsets). Returns timings."""
+    label = label or topic
+    harness.java_create_topic(broker.bootstrap, topic, partitions, logdir=workdir)
+    consumers = [make_consumer(f"{label}-m{i}").start() for i in range(members)]
+    later = None
+    timings = {}
+    try:
+        t0 = time.time()
+        groups_each = partitions // members if partitions % members == 0 else None
+        wait_until(balanced(consumers, partitions, each=groups_each), 90,
+                   f"{members} members to split {partitions} partitions evenly", consumers)
+        timings["first_balance_s"] = round(time.time() - t0, 1)
+        r = harness.java(["produce", "--bootstrap", broker.bootstrap, "--topic", topic, "--count", str(count),
+                          "--key-prefix", "a", "--acks", "all"], logdir=workdir, quick=True)
+        assert f"acked={count} failed=0" in r.stdout, r.stdout
+        keys_a = {f"a{i}" for i in range(count)}
+        wait_until(lambda: keys_a <= consumed_keys(consumers), 90, "every message consumed", consumers)
+        assert_all_consumed_once(consumers, keys_a)
+        assert_exclusive_ownership(consumers)
+
+        # A second batch, produced while one member leaves the group.
+        producer = subprocess.Popen(
+            ["java", "-XX:TieredStopAtLevel=1", "-cp", f"{harness.JAVA_JAR}:{harness.JAVA_LIB}/*",
+             "sluice.clients.Main", "produce", "--bootstrap", broker.bootstrap, "--topic", topic,
+             "--count", str(count), "--key-prefix", "b", "--acks", "all", "--max-rate", str(max(count // 4, 1))],
+            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        time.sleep(1.5)
+        leaver, survivors = consumers[0], consumers[1:]
+        leaver_partitions = leaver.events().owned()
+        t_leave = time.time()
+        assert leaver.stop() == 0, harness.tail(leaver.log_path)
+        timings["leave_s"] = round(time.time() - t_leave, 1)
+        left_ms = leaver.end_ms
+        wait_until(balanced(survivors, partitions), 60, f"the other members to own all {partitions} partitions",
+                   survivors)
+        took_over = [ts for c in survivors for ts, kind, ps in c.events().ownership
+                     if kind == "ASSIGN" and ps & leaver_partitions]
+        timings["takeover_ms"] = max(took_over) - left_ms if took_over else None
+        out, _ = producer.communicate(timeout=120)
+        assert f"acked={count} failed=0" in out, out
+        keys_ab = keys_a | {f"b{i}" for i in range(count)}
+        wait_until(lambda: keys_ab <= consumed_keys(consumers), 90, "every message consumed after the leave",
+                   survivors)
+        time.sleep(1)  # anything consumed twice would show up now
+        for c in survivors:
+            assert c.stop() == 0, harness.tail(c.log_path)
+        dupes = assert_all_consumed_once(consumers, keys_ab)
+        assert dupes == 0
+        assert_exclusive_ownership(consumers)
+        failures = {c.name: c.events().commit_failures for c in consumers}
+        timings["commit_failures"] = failures
+
+        # A later member resumes at the committed offsets.
+        n_c = max(count // 6, 1)
+        r = harness.java(["produce", "--bootstrap", broker.bootstrap, "--topic", topic, "--count", str(n_c),
+                          "--key-prefix", "c", "--acks", "all"], logdir=workdir, quick=True)
+        assert f"acked={n_c} failed=0" in r.stdout, r.stdout
+        keys_c = {f"c{i}" for i in range(n_c)}
+        later = make_consumer(f"{label}-later").start()
+        wait_until(lambda: keys_c <= consumed_keys([later]), 90, "the later member to read the new messages",
+                   [later])
+        time.sleep(1.5)
+        assert later.stop() == 0, harness.tail(later.log_path)
+        recs = later.events().records
+        again = sorted({k for _, _, k in recs} - keys_c)
+        assert not again, f"the later member read {len(again)} messages committed before, e.g. {again[:5]}"
+        assert len(recs) == n_c, f"the later member read {len(recs)} records for {n_c} new messages"
+        assert later.events().owned() == set(), "the later member's partitions were revoked when it left"
+        return timings
+    finally:
+        for c in consumers + ([later] if later else []):
+            if c.alive():
+                c.proc.kill()
+                c.proc.wait()
+
+
+def kill_one_of_three_scenario(broker, make_consumer, topic: str, count: int, rate: int,
+                               session_timeout_ms: int, label: str) -> None:
+    """Three members (`make_consumer(name)` builds each, not started) over a 12-partition topic get
+    4 partitions each; while `count` messages are produced at `rate`/s, one member is killed with
+    -9. The others must own all 12 partitions once its session ends (the time is printed), every
+    message is consumed, none twice except the victim's uncommitted ones, and no partition is owned
+    by two members at once."""
+    consumers = [make_consumer(f"{label}{i}").start() for i in range(3)]
+    try:
+        wait_until(balanced(consumers, 12, each=4), 90, "4 partitions each", consumers)
+        producer = subprocess.Popen(
+            ["java", "-cp", f"{harness.JAVA_JAR}:{harness.JAVA_LIB}/*", "sluice.clients.Main", "produce",
+             "--bootstrap", broker.bootstrap, "--topic", topic, "--count", str(count), "--key-prefix", "k",
+             "--acks", "all", "--max-rate", str(rate)],
+            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        time.sleep(3)
+        victim = consumers[0]
+        victim_partitions = victim.events().owned()
+        assert victim.events().records, "the victim was consuming"
+        killed_at = victim.kill9()
+        survivors = consumers[1:]
+        wait_until(balanced(survivors, 12), session_timeout_ms / 1000 + 30,
+                   "the survivors to own all 12 partitions", survivors)
+        took_over_ms = max(ts for c in survivors for ts, kind, ps in c.events().ownership
+                           if kind == "ASSIGN" and ps & victim_partitions) - killed_at
+        print(f"{label}: survivors took the victim's partitions {took_over_ms} ms after the kill "
+              f"(session timeout {session_timeout_ms} ms)")
+        # Not before the coordinator could know (the session), and then within one rebalance round
+        # (heartbeats every 500 ms; a client that polls slowly may need a few seconds more).
+        assert session_timeout_ms - 1000 <= took_over_ms <= session_timeout_ms + 10_000, took_over_ms
+        out, _ = producer.communicate(timeout=180)
+        assert f"acked={count} failed=0" in out, out
+        keys = {f"k{i}" for i in range(count)}
+        wait_until(lambda: keys <= consumed_keys(consumers), 90, "every message consumed", survivors)
+        for c in survivors:
+            assert c.stop() == 0, harness.tail(c.log_path)
+        dupes = assert_all_consumed_once(consumers, keys, killed=[victim])
+        print(f"{label}: {dupes} messages consumed twice (in flight at the kill)")
+        assert_exclusive_ownership(consumers)
+    finally:
+        for c in consumers:
+            if c.alive():
+                c.proc.kill()

@@ -2,7 +2,14 @@
 messages produced with the client's default settings (and once per compression codec, and with
 enable_idempotence=True), read back with AIOKafkaConsumer(group_id=None) + assign + seek_to_beginning
 (no group coordinator, no commits): exactly once, in order per partition, offsets contiguous from 0,
-each record at its acknowledged (partition, offset)."""
+each record at its acknowledged (partition, offset).
+
+Consumer groups: `group_consumer.py --client aiokafka` (AIOKafkaConsumer(group_id=...) with its defaults
+except enable_auto_commit=False and auto_offset_reset="earliest"; commit after each getmany, and in
+on_partitions_revoked as aiokafka documents for manual commits) runs groups.graceful_leave_scenario:
+three members split 12 partitions 4/4/4, every message consumed once, one member leaves (LeaveGroup)
+while messages are produced and the others take its partitions with no message consumed twice, and a
+later member resumes at the committed offsets."""
 
 import asyncio
 import time
@@ -14,7 +21,10 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition  # noqa:
 from aiokafka import codec as aiocodec  # noqa: E402
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic  # noqa: E402
 
+import groups  # noqa: E402
 from harness import make_key, make_value, verify_exactly_once  # noqa: E402
+
+BROKER_SETTINGS = {"group.initial.rebalance.delay.ms": 0}
 
 PARTITIONS = 6
 COUNT = 20_000
@@ -119,3 +129,12 @@ def test_compression(broker, codec):
     if not CODECS[codec]():
         pytest.skip(f"aiokafka has no {codec} codec installed")
     roundtrip(broker, f"aio-{codec}", compression_type=codec)
+
+
+def test_consumer_group(broker, java_tool, tmp_path):
+    topic = "aio-group"
+    timings = groups.graceful_leave_scenario(
+        broker, tmp_path,
+        lambda name: groups.python_consumer(name, tmp_path, broker.bootstrap, topic, f"g-{topic}", "aiokafka"),
+        topic, label="aiokafka")
+    print(f"aiokafka: {timings}")

@@ -7,6 +7,14 @@ Version 3.0.0), checks the end offsets, reads every partition back by direct ass
 and verifies every message exactly once, in produce order per partition, at its acknowledged offset;
 then describe cluster, list topics, describe the topic's configs, and delete the topic.
 
+Consumer groups (`sluice-go-clients franz-group|sarama-group`, go/group.go): franz-go's group consumer
+(default cooperative-sticky balancer; DisableAutoCommit + BlockRebalanceOnPoll, committing each poll's
+records with CommitRecords) and Sarama's ConsumerGroup (default range strategy; AutoCommit off,
+MarkMessage + Commit after each batch; Offsets.Initial=OffsetOldest) run groups.graceful_leave_scenario:
+three members split 12 partitions 4/4/4, every message consumed once, one member leaves (LeaveGroup)
+while messages are produced and the others take its partitions with no message consumed twice, and a
+later member resumes at the committed offsets.
+
 The program is built once with `go build` (skipped when the binary is newer than the sources);
 the module's dependencies come from the Go module proxy. Without `go` and without a built binary
 the tests are skipped."""
@@ -19,6 +27,9 @@ from pathlib import Path
 
 import pytest
 
+import groups
+
+BROKER_SETTINGS = {"group.initial.rebalance.delay.ms": 0}
 GO_DIR = Path(__file__).resolve().parent / "go"
 GO_BIN = GO_DIR / "bin" / "sluice-go-clients"
 COUNT = 20_000
@@ -104,3 +115,14 @@ def test_sarama(broker, go_tool, tmp_path, idempotent):
     else:
         assert "idempotent=false acks=1" in out, out
     check_report(out, topic)
+
+
+@pytest.mark.parametrize("client", ["franz", "sarama"])
+def test_go_consumer_group(broker, go_tool, java_tool, tmp_path, client):
+    """Three members over 12 partitions; one leaves gracefully; a later member resumes (see groups.py)."""
+    topic = f"go-group-{client}"
+    timings = groups.graceful_leave_scenario(
+        broker, tmp_path,
+        lambda name: groups.go_consumer(name, tmp_path, broker.bootstrap, topic, f"g-{topic}", client),
+        topic, label=client)
+    print(f"{client}: {timings}")

@@ -25,43 +25,12 @@ def _produce(java_tool, broker, topic, count, prefix, tmp_path, **extra):
 def test_kill_one_of_three_consumers(broker, java_tool, tmp_path):
     topic, group = "grp-kill", "g-kill"
     harness.java_create_topic(broker.bootstrap, topic, 12, logdir=tmp_path)
-    consumers = [groups.java_consumer(f"c{i}", tmp_path, broker.bootstrap, topic, group,
-                                      session_timeout_ms=SESSION_TIMEOUT_MS, heartbeat_interval_ms=500,
-                                      max_poll_records=200).start() for i in range(3)]
-    try:
-        groups.wait_until(groups.balanced(consumers, 12, each=4), 60, "4 partitions each", consumers)
-        producer = harness.subprocess.Popen(
-            ["java", "-cp", f"{harness.JAVA_JAR}:{harness.JAVA_LIB}/*", "sluice.clients.Main", "produce",
-             "--bootstrap", broker.bootstrap, "--topic", topic, "--count", "40000", "--key-prefix", "k",
-             "--acks", "all", "--max-rate", "5000"],
-            stdout=harness.subprocess.PIPE, stderr=harness.subprocess.DEVNULL, text=True)
-        time.sleep(3)
-        victim = consumers[0]
-        victim_partitions = victim.events().owned()
-        assert len(victim.events().records) > 0, "the victim was consuming"
-        killed_at = victim.kill9()
-        survivors = consumers[1:]
-        groups.wait_until(groups.balanced(survivors, 12), SESSION_TIMEOUT_MS / 1000 + 20,
-                          "the survivors to own all 12 partitions", survivors)
-        took_over_ms = max(ts for c in survivors for ts, kind, ps in c.events().ownership
-                           if kind == "ASSIGN" and ps & victim_partitions) - killed_at
-        print(f"survivors took the victim's partitions {took_over_ms} ms after the kill "
-              f"(session timeout {SESSION_TIMEOUT_MS} ms)")
-        # The coordinator must wait out the session, then one rebalance round (heartbeat 500 ms).
-        assert SESSION_TIMEOUT_MS - 1000 <= took_over_ms <= SESSION_TIMEOUT_MS + 3000, took_over_ms
-        out, _ = producer.communicate(timeout=120)
-        assert "acked=40000 failed=0" in out, out
-        keys = {f"k{i}" for i in range(40000)}
-        groups.wait_until(lambda: keys <= groups.consumed_keys(consumers), 60, "every message consumed", survivors)
-        for c in survivors:
-            assert c.stop() == 0, harness.tail(c.log_path)
-        dupes = groups.assert_all_consumed_once(consumers, keys, killed=[victim])
-        print(f"{dupes} messages consumed twice (in flight at the kill)")
-        groups.assert_exclusive_ownership(consumers)
-    finally:
-        for c in consumers:
-            if c.alive():
-                c.proc.kill()
+    groups.kill_one_of_three_scenario(
+        broker,
+        lambda name: groups.java_consumer(name, tmp_path, broker.bootstrap, topic, group,
+                                          session_timeout_ms=SESSION_TIMEOUT_MS, heartbeat_interval_ms=500,
+                                          max_poll_records=200),
+        topic, count=40000, rate=5000, session_timeout_ms=SESSION_TIMEOUT_MS, label="java")
 
 
 def test_cooperative_sticky_moves_only_what_changes(broker, java_tool, tmp_path):

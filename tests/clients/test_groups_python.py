@@ -18,40 +18,11 @@ BROKER_SETTINGS = {"group.initial.rebalance.delay.ms": 0}
 def _kill_one_of_three(broker, tmp_path, client, topic):
     group = f"g-{topic}"
     harness.java_create_topic(broker.bootstrap, topic, 12, logdir=tmp_path)
-    consumers = [groups.python_consumer(f"{client}{i}", tmp_path, broker.bootstrap, topic, group, client,
-                                        session_timeout_ms=SESSION_TIMEOUT_MS).start() for i in range(3)]
-    try:
-        groups.wait_until(groups.balanced(consumers, 12, each=4), 90, "4 partitions each", consumers)
-        producer = subprocess.Popen(
-            ["java", "-cp", f"{harness.JAVA_JAR}:{harness.JAVA_LIB}/*", "sluice.clients.Main", "produce",
-             "--bootstrap", broker.bootstrap, "--topic", topic, "--count", "20000", "--key-prefix", "k",
-             "--acks", "all", "--max-rate", "4000"],
-            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-        time.sleep(3)
-        victim = consumers[0]
-        victim_partitions = victim.events().owned()
-        killed_at = victim.kill9()
-        survivors = consumers[1:]
-        groups.wait_until(groups.balanced(survivors, 12), SESSION_TIMEOUT_MS / 1000 + 30,
-                          "the survivors to own all 12 partitions", survivors)
-        took_over_ms = max(ts for c in survivors for ts, kind, ps in c.events().ownership
-                           if kind == "ASSIGN" and ps & victim_partitions) - killed_at
-        print(f"{client}: survivors took the victim's partitions {took_over_ms} ms after the kill")
-        assert took_over_ms >= SESSION_TIMEOUT_MS - 1000, "not before the victim's session ended"
-        out, _ = producer.communicate(timeout=120)
-        assert "acked=20000 failed=0" in out, out
-        keys = {f"k{i}" for i in range(20000)}
-        groups.wait_until(lambda: keys <= groups.consumed_keys(consumers), 90, "every message consumed",
-                          survivors)
-        for c in survivors:
-            assert c.stop() == 0, harness.tail(c.log_path)
-        dupes = groups.assert_all_consumed_once(consumers, keys, killed=[victim])
-        print(f"{client}: {dupes} messages consumed twice (in flight at the kill)")
-        groups.assert_exclusive_ownership(consumers)
-    finally:
-        for c in consumers:
-            if c.alive():
-                c.proc.kill()
+    groups.kill_one_of_three_scenario(
+        broker,
+        lambda name: groups.python_consumer(name, tmp_path, broker.bootstrap, topic, group, client,
+                                            session_timeout_ms=SESSION_TIMEOUT_MS),
+        topic, count=20000, rate=4000, session_timeout_ms=SESSION_TIMEOUT_MS, label=client)
 
 
 def test_confluent_kafka_group(broker, java_tool, tmp_path):

@@ -1,10 +1,16 @@
 """kafkajs 2.x (Node): the admin client creates a 6-partition topic (createTopics, waitForLeaders),
 the producer sends 20,000 keyed messages with acks=-1 (idempotent false and true; uncompressed and
 gzip, the only codec kafkajs ships), and the admin client reads fetchTopicMetadata, fetchTopicOffsets
-and describeConfigs, then deleteTopics.  kafkajs has no consumer without a consumer group (Sluice has
-none), so the data is read back with kafka-python (assign + seek_to_beginning): exactly once, in
+and describeConfigs, then deleteTopics.  kafkajs has no consumer without a consumer group, so the
+data is read back with kafka-python (assign + seek_to_beginning): exactly once, in
 order per partition, offsets contiguous from 0, and each send's per-partition baseOffset is the offset
-of that send's first record in the partition.  Needs node and `npm ci` in tests/clients/node."""
+of that send's first record in the partition.  Needs node and `npm ci` in tests/clients/node.
+
+Consumer groups: `kafkajs_tool.js group-consume` (kafka.consumer({groupId}) with its defaults -- round-robin
+assigner, eager rebalancing -- subscribe fromBeginning, run with autoCommit false and commitOffsets
+after each batch) runs groups.graceful_leave_scenario: three members split 12 partitions 4/4/4, every
+message consumed once, one member leaves (LeaveGroup) while messages are produced and the others take
+its partitions with no message consumed twice, and a later member resumes at the committed offsets."""
 
 import json
 import shutil
@@ -16,7 +22,10 @@ from pathlib import Path
 import pytest
 from kafka import KafkaConsumer, TopicPartition
 
+import groups
 from harness import verify_exactly_once
+
+BROKER_SETTINGS = {"group.initial.rebalance.delay.ms": 0}
 
 NODE_DIR = Path(__file__).resolve().parent / "node"
 TOOL = NODE_DIR / "kafkajs_tool.js"
@@ -122,3 +131,12 @@ def test_admin(broker, logdir):
         time.sleep(0.5)
         after = kafkajs(broker, logdir, "list")
     assert topic not in after["topics"], after["topics"]
+
+
+def test_consumer_group(broker, java_tool, tmp_path):
+    topic = "kjs-group"
+    timings = groups.graceful_leave_scenario(
+        broker, tmp_path,
+        lambda name: groups.node_consumer(name, tmp_path, broker.bootstrap, topic, f"g-{topic}"),
+        topic, label="kafkajs")
+    print(f"kafkajs: {timings}")

@@ -1,9 +1,10 @@
 // Command sluice-go-clients runs one end-to-end scenario against a Kafka-compatible broker with a
-// Go client: franz-go (kgo + kadm) or IBM Sarama. Consumers use direct partition assignment
-// (Sluice has no consumer groups).
+// Go client: franz-go (kgo + kadm) or IBM Sarama. These scenarios' consumers use direct partition
+// assignment; the consumer-group members (franz-group, sarama-group) are in group.go.
 //
 //	sluice-go-clients franz  --bootstrap HOST:PORT --topic T [--count N] [--partitions P]
 //	sluice-go-clients sarama --bootstrap HOST:PORT --topic T [--count N] [--partitions P] [--idempotent]
+//	sluice-go-clients franz-group|sarama-group --bootstrap HOST:PORT --topic T --group G --events F --stop-file S
 //
 // Each step prints one line to stdout; the last line is "OK" when everything was verified.
 // On failure the program prints "FAIL: ..." and exits 1.
@@ -147,10 +148,14 @@ func fmtCounts(c map[int32]int) string {
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: sluice-go-clients franz|sarama --bootstrap HOST:PORT --topic T [--count N] [--partitions P] [--idempotent]")
+		fmt.Fprintln(os.Stderr, "usage: sluice-go-clients franz|sarama|franz-group|sarama-group --bootstrap HOST:PORT --topic T [--count N] [--partitions P] [--idempotent]")
 		os.Exit(2)
 	}
 	cmd := os.Args[1]
+	if cmd == "franz-group" || cmd == "sarama-group" {
+		runGroupCmd(cmd, os.Args[2:])
+		return
+	}
 	fs := flag.NewFlagSet(cmd, flag.ExitOnError)
 	var o opts
 	fs.StringVar(&o.bootstrap, "bootstrap", "127.0.0.1:9092", "bootstrap server")

@@ -5,9 +5,13 @@
 //   node kafkajs_tool.js inspect --bootstrap H:P --topic T      (fetchTopicMetadata, fetchTopicOffsets, describeConfigs)
 //   node kafkajs_tool.js delete  --bootstrap H:P --topic T
 //   node kafkajs_tool.js list    --bootstrap H:P
+//   node kafkajs_tool.js group-consume --bootstrap H:P --topic T --group G --events F --stop-file S [--debug true]
+//       a consumer-group member (defaults, fromBeginning, autoCommit false + commitOffsets after each batch)
+//       writing the events file of groups.py; leaves the group and exits 0 when the stop file exists.
 // Records: key = k<seq>, value = k<seq>|<seq>|xxxxxxxxxxxxxxxx (the suite's format, see harness.py).
 'use strict';
 process.env.KAFKAJS_NO_PARTITIONER_WARNING = '1';
+const fs = require('fs');
 const { Kafka, logLevel, CompressionTypes, ConfigResourceTypes } = require('kafkajs');
 
 function args() {
@@ -23,8 +27,71 @@ function logCreator() {
   };
 }
 
+// Events file lines (see groups.py): ASSIGN|REVOKE <ts_ms> p,p,.. / REC p offset key / COMMITTED <ts_ms> p=o,..
+// / COMMIT_FAILED <ts_ms> what.  kafkajs is eager and has no rebalance listener: its REBALANCING event
+// (emitted once the fetch loop has stopped, before it rejoins) revokes everything, GROUP_JOIN assigns.
+async function groupConsume(a) {
+  const kafka = new Kafka({ clientId: 'sluice-kafkajs-group', brokers: [a.bootstrap],
+    logLevel: a.debug === 'true' ? logLevel.DEBUG : logLevel.INFO, logCreator });
+  const topic = a.topic;
+  const fd = fs.openSync(a.events, 'a');
+  const write = (s) => fs.writeSync(fd, s);
+  let owned = [];
+  const ownership = (kind, ps) => {
+    const list = [...ps].sort((x, y) => x - y).join(',') || '-';
+    write(`${kind} ${Date.now()} ${list}\n`);
+  };
+  let stopping = false;
+  let inFlight = Promise.resolve();
+  const consumer = kafka.consumer({ groupId: a.group });
+  const { GROUP_JOIN, REBALANCING, CRASH } = consumer.events;
+  consumer.on(REBALANCING, () => {
+    if (owned.length) ownership('REVOKE', owned);
+    owned = [];
+  });
+  consumer.on(GROUP_JOIN, ({ payload }) => {
+    if (owned.length) ownership('REVOKE', owned); // rejoined without a REBALANCING event (e.g. unknown member)
+    owned = [...(payload.memberAssignment[topic] || [])];
+    ownership('ASSIGN', owned);
+  });
+  consumer.on(CRASH, ({ payload }) => process.stderr.write(`consumer crashed: ${payload.error} restart=${payload.restart}\n`));
+  await consumer.connect();
+  await consumer.subscribe({ topics: [topic], fromBeginning: true });
+  await consumer.run({
+    autoCommit: false,
+    eachBatch: async ({ batch }) => {
+      if (stopping || batch.messages.length === 0) return;
+      let done;
+      inFlight = new Promise((r) => { done = r; });
+      try {
+        let lines = '';
+        for (const m of batch.messages) lines += `REC ${batch.partition} ${m.offset} ${m.key.toString()}\n`;
+        write(lines);
+        const next = (BigInt(batch.messages[batch.messages.length - 1].offset) + 1n).toString();
+        try {
+          await consumer.commitOffsets([{ topic, partition: batch.partition, offset: next }]);
+          write(`COMMITTED ${Date.now()} ${batch.partition}=${next},\n`);
+        } catch (e) {
+          write(`COMMIT_FAILED ${Date.now()} ${e.type || e.name}\n`);
+        }
+      } finally {
+        done();
+      }
+    },
+  });
+  while (!fs.existsSync(a['stop-file'])) await new Promise((r) => setTimeout(r, 100));
+  stopping = true;
+  await inFlight;
+  if (owned.length) ownership('REVOKE', owned); // nothing is processed from here on
+  owned = [];
+  await consumer.disconnect(); // stops the fetch loop and sends LeaveGroup
+  fs.closeSync(fd);
+  process.stdout.write(JSON.stringify({ stopped: true }) + '\n');
+}
+
 async function main() {
   const a = args();
+  if (a.cmd === 'group-consume') return groupConsume(a);
   const kafka = new Kafka({ clientId: 'sluice-kafkajs', brokers: [a.bootstrap], logLevel: logLevel.WARN, logCreator });
   const topic = a.topic;
   const out = {};

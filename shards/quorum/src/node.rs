@@ -1,0 +1,313 @@
+//! `QuorumNode`: one voter of the controller quorum, sans-IO. It owns raft-rs's `RawNode`
+//! (pre-vote and check-quorum on) over the in-memory `EntryCache`; the driver feeds it ticks,
+//! messages and proposals, and carries out each `Ready` in raft-rs's documented order:
+//!
+//! 1. `ready()` → `ReadyToPersist`: send `send_now` (only a leader has these: its appends may
+//!    go out while it persists, Raft thesis §10.2.1 — it counts itself in a quorum only once its
+//!    own entries are persisted), then persist `entries` and `hard_state` durably
+//!    (`QuorumLog::persist`).
+//! 2. `persisted()` → `Persisted`: only now send `send` (votes, append acknowledgements — every
+//!    message that promises something about this node's disk) and apply `committed`, in order.
+//!
+//! Between the two calls the node accepts nothing else (raft-rs forbids stepping a node whose
+//! Ready is not advanced): queue incoming messages and ticks until `persisted()`.
+
+use protobuf::Message as _;
+use raft::eraftpb::{Entry, HardState, Message, MessageType};
+use raft::{RawNode, StateRole};
+
+use crate::error::{QuorumError, Result};
+use crate::log_format::ENTRY_DATA_BYTES_MAX;
+use crate::quorum_log::Restored;
+use crate::storage::EntryCache;
+
+/// A quorum node's settings.
+#[derive(Clone, Debug)]
+pub struct QuorumConfig {
+    /// This node's id (KRaft's `node.id`), non-zero.
+    pub id: u64,
+    /// Every voter's id, this node's included (a fixed set until reconfiguration lands).
+    pub voters: Vec<u64>,
+    /// Ticks without a leader before a follower starts a (pre-)election; each election waits a
+    /// random number of ticks in `[election_ticks, 2 × election_ticks)`.
+    pub election_ticks: usize,
+    /// Ticks between a leader's heartbeats.
+    pub heartbeat_ticks: usize,
+    /// Bytes of entries in one append message (at least one entry goes regardless).
+    pub append_bytes_max: u64,
+    /// Append messages in flight to one follower.
+    pub appends_in_flight_max: usize,
+    /// Seeds the election timeouts. raft-rs draws them from the thread's RNG; the node redraws
+    /// each from this seed so that a simulation run replays exactly.
+    pub seed: u64,
+}
+
+impl QuorumConfig {
+    /// KRaft-like defaults for the tick length the driver chooses.
+    pub fn new(id: u64, voters: Vec<u64>, seed: u64) -> QuorumConfig {
+        QuorumConfig {
+            id,
+            voters,
+            election_ticks: 10,
+            heartbeat_ticks: 2,
+            append_bytes_max: 1 << 20,
+            appends_in_flight_max: 64,
+            seed,
+        }
+    }
+}
+
+/// What to do with a `Ready` before calling `persisted()`.
+#[derive(Debug, Default)]
+pub struct ReadyToPersist {
+    /// Messages that may go out before the persistence (a leader's appends and heartbeats).
+    pub send_now: Vec<Message>,
+    /// Entries to append, replacing the log from `entries[0].index` on.
+    pub entries: Vec<Entry>,
+    /// Hard state to persist after the entries, if it changed.
+    pub hard_state: Option<HardState>,
+}
+
+impl ReadyToPersist {
+    /// Whether there is anything to write.
+    pub fn needs_persist(&self) -> bool {
+        !self.entries.is_empty() || self.hard_state.is_some()
+    }
+}
+
+/// What to do once a `Ready` is durable.
+#[derive(Debug, Default)]
+pub struct Persisted {
+    /// Messages to send now.
+    pub send: Vec<Message>,
+    /// Newly committed entries, to apply in order. Entries with empty data are a new leader's
+    /// no-op: skip them.
+    pub committed: Vec<Entry>,
+}
+
+/// One voter of the quorum.
+pub struct QuorumNode {
+    raw: RawNode<EntryCache>,
+    /// The Ready being persisted, with the copies of its entries and hard state that go into
+    /// the cache once they are durable.
+    in_flight: Option<(raft::Ready, Vec<Entry>, Option<HardState>)>,
+    election_rng: SplitMix64,
+    election_ticks: usize,
+    /// (term, role) after the last call: raft-rs redraws the election timeout exactly when one
+    /// of them changes.
+    term_role: (u64, StateRole),
+}
+
+impl QuorumNode {
+    /// Starts a node from what its quorum log restored. Entries up to the restored commit index
+    /// come back out of `persisted()` as committed, from index 1: the driver rebuilds its state
+    /// machine from them.
+    pub fn new(config: &QuorumConfig, restored: Restored) -> Result<QuorumNode> {
+        let raft_config = raft::Config {
+            id: config.id,
+            election_tick: config.election_ticks,
+            heartbeat_tick: config.heartbeat_ticks,
+            min_election_tick: config.election_ticks,
+            max_election_tick: 2 * config.election_ticks,
+            max_size_per_msg: config.append_bytes_max,
+            max_inflight_msgs: config.appends_in_flight_max,
+            applied: 0,
+            check_quorum: true,
+            pre_vote: true,
+            ..raft::Config::default()
+        };
+        raft_config.validate()?;
+        let cache = EntryCache::new(config.voters.clone(), restored.hard_state, restored.entries);
+        let logger = slog::Logger::root(slog::Discard, slog::o!());
+        let raw = RawNode::new(&raft_config, cache, &logger)?;
+        let term_role = (raw.raft.term, raw.raft.state);
+        let mut node = QuorumNode {
+            raw,
+            in_flight: None,
+            election_rng: SplitMix64(config.seed ^ config.id.rotate_left(32)),
+            election_ticks: config.election_ticks,
+            term_role,
+        };
+        node.redraw_election_timeout();
+        Ok(node)
+    }
+
+    /// One tick of the driver's clock. Returns whether there may be a Ready.
+    pub fn tick(&mut self) -> Result<bool> {
+        self.check_idle()?;
+        let ready = self.raw.tick();
+        self.after_state_change();
+        Ok(ready)
+    }
+
+    /// Hands the node a message from a peer.
+    pub fn step(&mut self, message: Message) -> Result<()> {
+        self.check_idle()?;
+        if message.to != self.raw.raft.id {
+            return Err(QuorumError::Misaddressed {
+                id: self.raw.raft.id,
+                to: message.to,
+            });
+        }
+        match message.msg_type {
+            MessageType::MsgSnapshot => return Err(QuorumError::SnapshotUnsupported),
+            // raft-rs would append a peer's MsgPropose (a follower forwards proposals to its
+            // leader): a duplicated packet would commit the proposal twice. As in KRaft, only
+            // the active controller takes writes, from its own driver.
+            MessageType::MsgPropose => return Err(QuorumError::ForwardedProposal),
+            _ => {}
+        }
+        // raft-rs refuses local message types (MsgHup, MsgBeat, …) from the network itself.
+        let stepped = self.raw.step(message);
+        self.after_state_change();
+        Ok(stepped?)
+    }
+
+    /// Proposes `data` as a new entry. Only the leader accepts (others answer `NotLeader`,
+    /// KRaft's NOT_CONTROLLER: proposals are never forwarded). Accepted is not committed: the
+    /// entry may still be lost to a new leader. It is committed when `persisted()` returns it.
+    pub fn propose(&mut self, data: Vec<u8>) -> Result<()> {
+        self.check_idle()?;
+        if self.raw.raft.state != StateRole::Leader {
+            return Err(QuorumError::NotLeader {
+                leader_id: self.raw.raft.leader_id,
+            });
+        }
+        if data.len() > ENTRY_DATA_BYTES_MAX {
+            return Err(QuorumError::ProposalTooLarge {
+                bytes: data.len(),
+                bytes_max: ENTRY_DATA_BYTES_MAX,
+            });
+        }
+        let proposed = self.raw.propose(Vec::new(), data);
+        self.after_state_change();
+        Ok(proposed?)
+    }
+
+    /// The next work, if any. Carry it out, then call `persisted()`.
+    pub fn ready(&mut self) -> Result<Option<ReadyToPersist>> {
+        self.check_idle()?;
+        if !self.raw.has_ready() {
+            return Ok(None);
+        }
+        let mut ready = self.raw.ready();
+        // No snapshot can appear: storage offers none and step() refuses MsgSnapshot.
+        debug_assert!(ready.snapshot().is_empty());
+        let work = ReadyToPersist {
+            send_now: ready.take_messages(),
+            entries: ready.take_entries(),
+            hard_state: ready.hs().cloned(),
+        };
+        self.in_flight = Some((ready, work.entries.clone(), work.hard_state.clone()));
+        Ok(Some(work))
+    }
+
+    /// Tells the node that the last Ready's entries and hard state are durable.
+    pub fn persisted(&mut self) -> Result<Persisted> {
+        let Some((mut ready, entries, hard_state)) = self.in_flight.take() else {
+            return Err(QuorumError::NoReadyInFlight);
+        };
+        let store = self.raw.mut_store();
+        store.append(&entries);
+        if let Some(hard_state) = hard_state {
+            store.set_hard_state(hard_state);
+        }
+        let mut send = ready.take_persisted_messages();
+        let mut committed = ready.take_committed_entries();
+        let mut light = self.raw.advance(ready);
+        send.extend(light.take_messages());
+        committed.extend(light.take_committed_entries());
+        self.raw.advance_apply();
+        self.after_state_change();
+        Ok(Persisted { send, committed })
+    }
+
+    /// This node's id.
+    pub fn id(&self) -> u64 {
+        self.raw.raft.id
+    }
+
+    /// The current term.
+    pub fn term(&self) -> u64 {
+        self.raw.raft.term
+    }
+
+    /// Follower, pre-candidate, candidate or leader.
+    pub fn role(&self) -> StateRole {
+        self.raw.raft.state
+    }
+
+    /// The leader this node follows (0 when it knows none).
+    pub fn leader_id(&self) -> u64 {
+        self.raw.raft.leader_id
+    }
+
+    /// The highest index known committed.
+    pub fn commit_index(&self) -> u64 {
+        self.raw.raft.raft_log.committed
+    }
+
+    /// The last index in the log (persisted or not).
+    pub fn index_last(&self) -> u64 {
+        self.raw.raft.raft_log.last_index()
+    }
+
+    fn check_idle(&self) -> Result<()> {
+        match self.in_flight {
+            Some(_) => Err(QuorumError::ReadyInFlight),
+            None => Ok(()),
+        }
+    }
+
+    /// raft-rs resets its randomized election timeout (from the thread's RNG) exactly in
+    /// `Raft::reset`, which runs when the node changes term or role; redraw it from the seeded
+    /// RNG whenever either changed, so runs replay.
+    fn after_state_change(&mut self) {
+        let term_role = (self.raw.raft.term, self.raw.raft.state);
+        if term_role != self.term_role {
+            self.term_role = term_role;
+            self.redraw_election_timeout();
+        }
+    }
+
+    fn redraw_election_timeout(&mut self) {
+        let span = self.election_ticks as u64;
+        let ticks = self.election_ticks + (self.election_rng.next_u64() % span) as usize;
+        self.raw.raft.set_randomized_election_timeout(ticks);
+    }
+}
+
+/// A message's bytes on the wire (protobuf, raft-rs's own encoding).
+pub fn encode_message(message: &Message) -> Result<Vec<u8>> {
+    Ok(message.write_to_bytes()?)
+}
+
+/// A message from the wire. Hostile bytes give an error, never a panic.
+pub fn decode_message(bytes: &[u8]) -> Result<Message> {
+    Ok(Message::parse_from_bytes(bytes)?)
+}
+
+/// A small seeded generator (SplitMix64): deterministic across platforms and crate versions.
+#[derive(Clone, Debug)]
+pub struct SplitMix64(pub u64);
+
+impl SplitMix64 {
+    /// The next 64 random bits.
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    /// Uniform in `[0, n)` (n > 0).
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.next_u64() % n
+    }
+
+    /// True with probability `p`.
+    pub fn chance(&mut self, p: f64) -> bool {
+        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64 <= p
+    }
+}
