@@ -21,7 +21,10 @@ use glommio::{ExecutorJoinHandle, LocalExecutorBuilder, Placement};
 use signal_hook::consts::{SIGINT, SIGTERM};
 use signal_hook::iterator::Signals;
 use sluice_config::BrokerConfig;
-use sluice_controller::{ControllerSettings, QuorumController};
+use sluice_controller::rpc_net;
+use sluice_controller::{
+    AgentSettings, BrokerAgent, ControllerLink, ControllerSettings, QuorumController,
+};
 use sluice_server::{run_shard, ShardEvent, ShardStart};
 use sluice_shard::{Envelope, ShardId, ShardMesh};
 use tracing::{error, info};
@@ -55,9 +58,16 @@ pub fn run(config: BrokerConfig) -> Result<(), String> {
         config.sluice_shards,
         config.sluice_controller_dedicated_core,
     );
-    let shard_count = topology.shard_cpus.len();
-    let mesh =
-        MeshBuilder::<Envelope, _>::full(shard_count + 1, config.sluice_shard_channel_capacity);
+    // A controller-only process serves no clients: no data shards, only the controller's
+    // executor.
+    let shard_count = if config.is_broker() {
+        topology.shard_cpus.len()
+    } else {
+        0
+    };
+    let mesh = config.is_broker().then(|| {
+        MeshBuilder::<Envelope, _>::full(shard_count + 1, config.sluice_shard_channel_capacity)
+    });
     let (events, events_rx) = mpsc::channel();
     let mut stops = Vec::with_capacity(shard_count);
     let mut finishes = Vec::with_capacity(shard_count);
@@ -67,7 +77,7 @@ pub fn run(config: BrokerConfig) -> Result<(), String> {
     } else {
         Duration::from_micros(config.sluice_spin_before_park_us)
     };
-    for (i, cpu) in topology.shard_cpus.iter().enumerate() {
+    for (i, cpu) in topology.shard_cpus.iter().take(shard_count).enumerate() {
         let (stop_tx, stop) = oneshot::channel();
         let (finish_tx, finish) = oneshot::channel();
         stops.push(stop_tx);
@@ -75,7 +85,7 @@ pub fn run(config: BrokerConfig) -> Result<(), String> {
         let start = ShardStart {
             shard_id: ShardId(i as u16),
             config: config.clone(),
-            mesh: mesh.clone(),
+            mesh: mesh.clone().expect("a broker has a mesh"),
             shard_count,
             stop,
             finish,
@@ -87,22 +97,29 @@ pub fn run(config: BrokerConfig) -> Result<(), String> {
             .io_memory(SHARD_IO_MEMORY_BYTES);
         handles.push(spawn_in_order(builder, move || run_shard(start))?);
     }
-    let controller = controller_settings(&config, shard_count);
-    let controller_events = events.clone();
-    let controller_mesh = mesh.clone();
+    let (node_stop_tx, node_stop) = oneshot::channel();
+    let node = NodeStart {
+        config: config.clone(),
+        shard_count,
+        mesh,
+        events: events.clone(),
+        stop: node_stop,
+    };
     let builder = LocalExecutorBuilder::new(Placement::Fixed(topology.controller_cpu))
         .name("controller")
         .io_memory(CONTROLLER_IO_MEMORY_BYTES);
-    handles.push(spawn_in_order(builder, move || {
-        run_controller(controller, controller_mesh, controller_events)
-    })?);
+    handles.push(spawn_in_order(builder, move || run_node(node))?);
     drop(events);
 
-    wait_for(&events_rx, shard_count, |e| {
+    // Every shard listening, and the node executor ready: a broker registered and unfenced, a
+    // controller listening on its controller listener.
+    wait_for(&events_rx, shard_count + 1, |e| {
         matches!(e, ShardEvent::Listening(_))
     })?;
     info!(
-        "sluice ready: listening on {} with {shard_count} shards (controller on cpu {}{}), data in {}, started in {} ms",
+        "sluice ready: node {} ({}) listening on {} with {shard_count} shards (controller on cpu {}{}), data in {}, started in {} ms",
+        config.node_id,
+        roles(&config),
         listeners(&config),
         topology.controller_cpu,
         if topology.controller_shares_cpu { ", shared" } else { "" },
@@ -121,6 +138,7 @@ pub fn run(config: BrokerConfig) -> Result<(), String> {
     for finish in finishes {
         let _ = finish.send(());
     }
+    let _ = node_stop_tx.send(());
     for handle in handles {
         if let Err(error) = handle.join() {
             error!(%error, "executor ended with an error");
@@ -167,58 +185,163 @@ where
     Ok(handle)
 }
 
-async fn run_controller(
-    settings: ControllerSettings,
-    mesh: MeshBuilder<Envelope, glommio::channels::channel_mesh::Full>,
+/// What the node executor (the controller's) needs.
+struct NodeStart {
+    config: Arc<BrokerConfig>,
+    shard_count: usize,
+    mesh: Option<MeshBuilder<Envelope, glommio::channels::channel_mesh::Full>>,
     events: mpsc::Sender<ShardEvent>,
-) {
-    let shard_count = settings.shard_count;
-    let controller_id = ShardId(shard_count as u16);
-    let Ok((senders, receivers)) = mesh.join().await else {
-        let _ = events.send(ShardEvent::Failed(
-            controller_id,
-            "controller cannot join the mesh".into(),
-        ));
+    stop: oneshot::Receiver<()>,
+}
+
+/// The controller executor: the quorum controller when this process is a voter, the broker
+/// agent when it is a broker; reports ready (as `Listening` of the executor after the last
+/// shard) once the broker is unfenced, or for a controller-only process once its controller
+/// listener is bound.
+async fn run_node(start: NodeStart) {
+    let node_id = ShardId(start.shard_count as u16);
+    let fail = |events: &mpsc::Sender<ShardEvent>, message: String| {
+        let _ = events.send(ShardEvent::Failed(node_id, message));
+    };
+    let config = start.config.clone();
+    let controller = if config.is_controller() {
+        match QuorumController::start(controller_settings(&config)) {
+            Ok(controller) => Some(controller),
+            Err(error) => return fail(&start.events, format!("controller: {error}")),
+        }
+    } else {
+        None
+    };
+    if let (Some(controller), Some(listener)) = (&controller, config.controller_listener()) {
+        let addr = match listener.socket_addr() {
+            Ok(addr) => addr,
+            Err(error) => return fail(&start.events, format!("controller listener: {error}")),
+        };
+        match bind_exclusive(addr) {
+            Ok(bound) => {
+                info!(%addr, "controller listening");
+                glommio::spawn_local(rpc_net::serve(
+                    bound,
+                    controller.clone(),
+                    CONTROLLER_CONNECTIONS_MAX,
+                ))
+                .detach();
+            }
+            Err(error) => {
+                return fail(&start.events, format!("cannot listen on {addr}: {error}"));
+            }
+        }
+    }
+    let Some(mesh) = start.mesh else {
+        // Controller only.
+        let _ = start.events.send(ShardEvent::Listening(node_id));
+        let _ = start.stop.await;
         return;
     };
-    let mesh = Rc::new(ShardMesh::new(senders, shard_count));
-    let controller = match QuorumController::open(settings, mesh.clone()).await {
-        Ok(controller) => controller,
-        Err(error) => {
-            let _ = events.send(ShardEvent::Failed(
-                controller_id,
-                format!("controller: {error}"),
-            ));
-            return;
+    let Ok((senders, receivers)) = mesh.join().await else {
+        return fail(
+            &start.events,
+            "the controller executor cannot join the mesh".into(),
+        );
+    };
+    let mesh = Rc::new(ShardMesh::new(senders, start.shard_count));
+    let link = match (&controller, config.voters().as_slice()) {
+        (Some(controller), [only]) if only.port == 0 => ControllerLink::Local(controller.clone()),
+        (_, voters) => {
+            let mut remote = Vec::with_capacity(voters.len());
+            for voter in voters {
+                match voter.socket_addr() {
+                    Ok(addr) => remote.push((voter.id, addr)),
+                    Err(error) => return fail(&start.events, error),
+                }
+            }
+            ControllerLink::remote(remote)
         }
     };
-    if let Err(error) = controller.publish().await {
-        let _ = events.send(ShardEvent::Failed(
-            controller_id,
-            format!("controller: {error}"),
-        ));
-        return;
-    }
-    controller.run(receivers).await;
+    let (unfenced_tx, unfenced) = oneshot::channel();
+    let agent = BrokerAgent::new(
+        agent_settings(&config, start.shard_count),
+        link,
+        mesh.clone(),
+        unfenced_tx,
+    );
+    let events = start.events.clone();
+    glommio::spawn_local(async move {
+        if unfenced.await.is_ok() {
+            let _ = events.send(ShardEvent::Listening(node_id));
+        }
+    })
+    .detach();
+    futures_lite::future::or(agent.clone().run(receivers), async {
+        let _ = start.stop.await;
+    })
+    .await;
+    agent.controlled_shutdown().await;
     mesh.close();
 }
 
-fn controller_settings(config: &BrokerConfig, shard_count: usize) -> ControllerSettings {
-    let advertised = &config.advertised()[0];
+/// Binds the controller listener without SO_REUSEPORT (which glommio's own `bind` sets, for
+/// shards sharing a port): a second process on the same port must fail with "address in use",
+/// not silently take half of the brokers' and voters' connections.
+fn bind_exclusive(addr: std::net::SocketAddr) -> std::io::Result<glommio::net::TcpListener> {
+    use std::os::fd::{FromRawFd, IntoRawFd};
+    let listener = std::net::TcpListener::bind(addr)?;
+    // SAFETY: the descriptor is a bound, listening TCP socket whose ownership moves here.
+    Ok(unsafe { glommio::net::TcpListener::from_raw_fd(listener.into_raw_fd()) })
+}
+
+/// Connections the controller listener accepts (brokers and voters; a handful each).
+const CONTROLLER_CONNECTIONS_MAX: usize = 256;
+/// One Raft tick. Fine-grained, so that election timeouts drawn in ticks spread: with 50 ms
+/// ticks two followers that lost the same leader often drew the same timeout and split the
+/// vote (measured: 10 of 275 elections, each costing another timeout).
+const RAFT_TICK: Duration = Duration::from_millis(10);
+
+fn controller_settings(config: &BrokerConfig) -> ControllerSettings {
+    let voters = config
+        .voters()
+        .iter()
+        .map(|v| {
+            let addr = (v.id != config.node_id)
+                .then(|| v.socket_addr().ok())
+                .flatten();
+            (v.id, addr)
+        })
+        .collect();
+    let metadata_root = config.effective_metadata_log_dir();
     ControllerSettings {
         node_id: config.node_id,
-        advertised_host: if advertised.host.is_empty() {
-            "localhost".to_string()
-        } else {
-            advertised.host.clone()
-        },
-        advertised_port: i32::from(advertised.port),
-        log_dir: config.log_dirs.clone(),
-        shard_count,
-        num_partitions: config.num_partitions,
+        voters,
+        metadata_dir: metadata_root.join("__cluster_metadata-0"),
+        tick: RAFT_TICK,
+        election_timeout: Duration::from_millis(config.controller_quorum_election_timeout_ms),
+        broker_session_timeout: Duration::from_millis(config.broker_session_timeout_ms),
         default_replication_factor: config.default_replication_factor,
         delete_topic_enable: config.delete_topic_enable,
         partitions_max: config.sluice_broker_partitions_max,
+    }
+}
+
+fn agent_settings(config: &BrokerConfig, shard_count: usize) -> AgentSettings {
+    let advertised = config.advertised().first();
+    AgentSettings {
+        node_id: config.node_id,
+        host: advertised
+            .map(|l| l.host.clone())
+            .filter(|h| !h.is_empty())
+            .unwrap_or_else(|| "localhost".to_string()),
+        port: advertised.map_or(0, |l| i32::from(l.port)),
+        rack: config.broker_rack.clone(),
+        heartbeat_interval: Duration::from_millis(config.broker_heartbeat_interval_ms),
+        shard_count,
+    }
+}
+
+fn roles(config: &BrokerConfig) -> &'static str {
+    match (config.is_broker(), config.is_controller()) {
+        (true, true) => "broker,controller",
+        (true, false) => "broker",
+        _ => "controller",
     }
 }
 
@@ -256,6 +379,7 @@ fn listeners(config: &BrokerConfig) -> String {
     config
         .listeners
         .iter()
+        .chain(config.controller_listener())
         .map(|l| format!("{}:{}", l.host, l.port))
         .collect::<Vec<_>>()
         .join(", ")

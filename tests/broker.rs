@@ -61,6 +61,16 @@ fn with_no_config_it_listens_on_9092_and_says_ready_once() {
     let ready: Vec<&str> = log.lines().filter(|l| l.contains("ready")).collect();
     assert_eq!(ready.len(), 1, "one ready line: {log}");
     assert!(ready[0].contains("127.0.0.1:9092"), "{}", ready[0]);
+    // The single-node default elects its one voter, registers and unfences its broker, and
+    // opens its listener: all of it within a second (the bound, from the ready line).
+    let started_ms: u64 = ready[0]
+        .split("started in ")
+        .nth(1)
+        .and_then(|rest| rest.split(' ').next())
+        .and_then(|ms| ms.parse().ok())
+        .unwrap_or_else(|| panic!("no start time in {}", ready[0]));
+    println!("no-config start: ready after {started_ms} ms");
+    assert!(started_ms < 1000, "started in {started_ms} ms");
 }
 
 #[test]

@@ -9,13 +9,16 @@
 //! The single-node default (`config/sluice.toml`) is embedded in the binary; a user file and
 //! `--override key=value` pairs are applied on top of it, in that order.
 
+mod quorum;
 mod settings;
 pub mod topic;
 
 use std::collections::BTreeMap;
+use std::fmt;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
+pub use quorum::{parse_quorum_voters, QuorumVoter};
 pub use settings::SETTINGS;
 
 /// The embedded single-node default configuration (`config/sluice.toml`).
@@ -61,6 +64,14 @@ pub enum ConfigError {
     /// An `--override` that is not `key=value`.
     #[error("--override expects key=value, got '{0}'")]
     BadOverride(String),
+    /// Settings that are each valid but do not fit together (e.g. `process.roles` and
+    /// `controller.quorum.voters`). Checked once every source is applied, so the message names
+    /// the settings rather than a file.
+    #[error("inconsistent settings: {message}")]
+    Conflict {
+        /// What does not fit, naming the settings involved.
+        message: String,
+    },
 }
 
 /// A role this process plays (`process.roles`).
@@ -91,13 +102,21 @@ impl Listener {
         } else {
             &self.host
         };
-        let text = if host.contains(':') {
-            format!("[{host}]:{}", self.port)
-        } else {
-            format!("{host}:{}", self.port)
-        };
+        let text = quorum::host_port(host, self.port);
         text.parse()
             .map_err(|e| format!("listener address '{text}': {e}"))
+    }
+}
+
+impl fmt::Display for Listener {
+    /// Kafka's syntax, `NAME://host:port`, as `listeners` takes it.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{}://{}",
+            self.name,
+            quorum::host_port(&self.host, self.port)
+        )
     }
 }
 
@@ -109,14 +128,44 @@ pub struct BrokerConfig {
     pub node_id: i32,
     /// `process.roles`.
     pub process_roles: Vec<ProcessRole>,
-    /// `listeners`.
+    /// `controller.quorum.voters`: the static controller quorum. Empty (the default) means the
+    /// single-node default, where this process is the only voter; [`BrokerConfig::voters`]
+    /// gives the effective list.
+    pub controller_quorum_voters: Vec<QuorumVoter>,
+    /// `controller.listener.names`: names of the listeners that belong to the controller.
+    pub controller_listener_names: Vec<String>,
+    /// `listeners`, without the controller listener once loaded: every entry here serves
+    /// Kafka clients (see [`BrokerConfig::finalize`]).
     pub listeners: Vec<Listener>,
-    /// `advertised.listeners`; empty means "same as listeners".
+    /// The entry of `listeners` named in `controller.listener.names`, moved here at load so
+    /// that `listeners` holds client listeners only. None in the single-node default.
+    pub controller_listener: Option<Listener>,
+    /// `advertised.listeners`; empty means "same as listeners". Never holds a controller
+    /// listener (rejected at load).
     pub advertised_listeners: Vec<Listener>,
     /// `socket.request.max.bytes`: the largest request frame accepted.
     pub socket_request_max_bytes: u32,
+    /// `broker.rack`: the rack (or availability zone) of this broker, for rack-aware replica
+    /// placement; None: unset.
+    pub broker_rack: Option<String>,
+    /// `broker.heartbeat.interval.ms`: how often a broker heartbeats to the active controller.
+    pub broker_heartbeat_interval_ms: u64,
+    /// `broker.session.timeout.ms`: a broker that has not heartbeated for this long is fenced.
+    pub broker_session_timeout_ms: u64,
+    /// `initial.broker.registration.timeout.ms`: how long a starting broker waits to register
+    /// with the controller quorum before giving up.
+    pub initial_broker_registration_timeout_ms: u64,
+    /// `controller.quorum.election.timeout.ms`: how long a voter goes without hearing from a
+    /// leader before it starts an election.
+    pub controller_quorum_election_timeout_ms: u64,
+    /// `controller.quorum.fetch.timeout.ms`: how long a follower goes without a successful fetch
+    /// from the leader before it looks for a new one.
+    pub controller_quorum_fetch_timeout_ms: u64,
     /// `log.dirs` (one directory).
     pub log_dirs: PathBuf,
+    /// `metadata.log.dir`: where the metadata log lives; None: in `log.dirs` (see
+    /// [`BrokerConfig::effective_metadata_log_dir`]).
+    pub metadata_log_dir: Option<PathBuf>,
     /// `log.segment.bytes`.
     pub log_segment_bytes: u64,
     /// `log.index.interval.bytes`.
@@ -185,11 +234,14 @@ impl BrokerConfig {
         let mut config = BrokerConfig::empty();
         config
             .apply_toml(DEFAULT_TOML, "the embedded default config")
+            .and_then(|()| config.finalize())
             .expect("the embedded default config is valid (checked by a unit test)");
         config
     }
 
-    /// Loads the default, then `file` (if any), then the `key=value` overrides.
+    /// Loads the default, then `file` (if any), then the `key=value` overrides, then checks
+    /// the rules between settings and splits off the controller listener
+    /// ([`BrokerConfig::finalize`]).
     pub fn load(file: Option<&Path>, overrides: &[String]) -> Result<BrokerConfig, ConfigError> {
         let mut config = BrokerConfig::default_single_node();
         if let Some(path) = file {
@@ -202,6 +254,7 @@ impl BrokerConfig {
         for item in overrides {
             config.apply_override(item)?;
         }
+        config.finalize()?;
         Ok(config)
     }
 
@@ -253,7 +306,7 @@ impl BrokerConfig {
         self.process_roles.contains(&ProcessRole::Broker)
     }
 
-    /// The listeners clients are told about.
+    /// The listeners clients are told about; never the controller listener (once loaded).
     pub fn advertised(&self) -> &[Listener] {
         if self.advertised_listeners.is_empty() {
             &self.listeners
@@ -266,10 +319,20 @@ impl BrokerConfig {
         BrokerConfig {
             node_id: 1,
             process_roles: vec![ProcessRole::Broker, ProcessRole::Controller],
+            controller_quorum_voters: Vec::new(),
+            controller_listener_names: vec!["CONTROLLER".to_string()],
             listeners: Vec::new(),
+            controller_listener: None,
             advertised_listeners: Vec::new(),
             socket_request_max_bytes: 104_857_600,
+            broker_rack: None,
+            broker_heartbeat_interval_ms: 2_000,
+            broker_session_timeout_ms: 9_000,
+            initial_broker_registration_timeout_ms: 60_000,
+            controller_quorum_election_timeout_ms: 1_000,
+            controller_quorum_fetch_timeout_ms: 2_000,
             log_dirs: PathBuf::from("./data"),
+            metadata_log_dir: None,
             log_segment_bytes: 1 << 30,
             log_index_interval_bytes: 4096,
             message_max_bytes: 1_048_588,
@@ -333,19 +396,34 @@ fn parse_override_value(raw: &str) -> toml::Value {
     }
 }
 
-/// Parses Kafka's listener list syntax: `NAME://host:port[,NAME://host:port]`.
+/// Parses Kafka's listener list syntax: `NAME://host:port[,NAME://host:port]`. Any name is
+/// accepted (`PLAINTEXT`, `CONTROLLER`, `INTERNAL`, …); names must be unique, compared
+/// case-insensitively as Kafka does, because a listener is looked up by its name.
 pub fn parse_listeners(text: &str) -> Result<Vec<Listener>, String> {
-    text.split(',')
-        .map(str::trim)
-        .filter(|s| !s.is_empty())
-        .map(parse_listener)
-        .collect()
+    let mut listeners: Vec<Listener> = Vec::new();
+    for entry in text.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        let listener = parse_listener(entry)?;
+        if listeners
+            .iter()
+            .any(|l| l.name.eq_ignore_ascii_case(&listener.name))
+        {
+            return Err(format!(
+                "listener name {} appears more than once; each listener needs its own name",
+                listener.name
+            ));
+        }
+        listeners.push(listener);
+    }
+    Ok(listeners)
 }
 
 fn parse_listener(text: &str) -> Result<Listener, String> {
     let (name, rest) = text
         .split_once("://")
         .ok_or_else(|| format!("'{text}' is not NAME://host:port"))?;
+    if name.is_empty() {
+        return Err(format!("'{text}' has no listener name"));
+    }
     let (host, port) = rest
         .rsplit_once(':')
         .ok_or_else(|| format!("'{text}' has no port"))?;

@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use crate::{parse_listeners, BrokerConfig, ProcessRole};
+use crate::{parse_listeners, parse_quorum_voters, BrokerConfig, ProcessRole};
 
 /// One known setting.
 pub struct Setting {
@@ -33,13 +33,37 @@ pub static SETTINGS: &[Setting] = &[
         },
     },
     Setting {
+        name: "controller.quorum.voters",
+        doc: "The controller quorum, id@host:port, comma-separated (host:port is the voter's controller listener); empty: this node alone.",
+        apply: |c, v| {
+            c.controller_quorum_voters = parse_quorum_voters(string(v)?)?;
+            Ok(())
+        },
+    },
+    Setting {
+        name: "controller.listener.names",
+        doc: "Names of the listeners used by the controller, comma-separated; they serve no clients.",
+        apply: |c, v| {
+            c.controller_listener_names = string(v)?
+                .split(',')
+                .map(str::trim)
+                .filter(|s| !s.is_empty())
+                .map(str::to_string)
+                .collect();
+            Ok(())
+        },
+    },
+    Setting {
         name: "listeners",
-        doc: "Listeners to bind, NAME://host:port, comma-separated.",
+        doc: "Listeners to bind, NAME://host:port, comma-separated (a controller's listener included).",
         apply: |c, v| {
             c.listeners = parse_listeners(string(v)?)?;
             if c.listeners.is_empty() {
                 return Err("at least one listener is needed".into());
             }
+            // The new value replaces every listener, the one split off for the controller too;
+            // BrokerConfig::finalize splits it again.
+            c.controller_listener = None;
             Ok(())
         },
     },
@@ -60,6 +84,55 @@ pub static SETTINGS: &[Setting] = &[
         },
     },
     Setting {
+        name: "broker.rack",
+        doc: "Rack (or availability zone) of this broker, for rack-aware replica placement; unset by default.",
+        apply: |c, v| {
+            let rack = string(v)?.trim();
+            c.broker_rack = (!rack.is_empty()).then(|| rack.to_string());
+            Ok(())
+        },
+    },
+    Setting {
+        name: "broker.heartbeat.interval.ms",
+        doc: "How often a broker heartbeats to the active controller.",
+        apply: |c, v| {
+            c.broker_heartbeat_interval_ms = int_in(v, 1, i32::MAX as i64)? as u64;
+            Ok(())
+        },
+    },
+    Setting {
+        name: "broker.session.timeout.ms",
+        doc: "A broker that has not heartbeated for this long is fenced (must exceed broker.heartbeat.interval.ms).",
+        apply: |c, v| {
+            c.broker_session_timeout_ms = int_in(v, 1, i32::MAX as i64)? as u64;
+            Ok(())
+        },
+    },
+    Setting {
+        name: "initial.broker.registration.timeout.ms",
+        doc: "How long a starting broker tries to register with the controller quorum before it exits.",
+        apply: |c, v| {
+            c.initial_broker_registration_timeout_ms = int_in(v, 1, i32::MAX as i64)? as u64;
+            Ok(())
+        },
+    },
+    Setting {
+        name: "controller.quorum.election.timeout.ms",
+        doc: "How long a voter goes without hearing from a leader before it starts an election.",
+        apply: |c, v| {
+            c.controller_quorum_election_timeout_ms = int_in(v, 1, i32::MAX as i64)? as u64;
+            Ok(())
+        },
+    },
+    Setting {
+        name: "controller.quorum.fetch.timeout.ms",
+        doc: "How long a follower goes without a successful fetch from the leader before it looks for a new one.",
+        apply: |c, v| {
+            c.controller_quorum_fetch_timeout_ms = int_in(v, 1, i32::MAX as i64)? as u64;
+            Ok(())
+        },
+    },
+    Setting {
         name: "log.dirs",
         doc: "Directory holding partition logs and metadata.",
         apply: |c, v| {
@@ -68,6 +141,19 @@ pub static SETTINGS: &[Setting] = &[
                 return Err("only one log directory is supported".into());
             }
             c.log_dirs = PathBuf::from(text);
+            Ok(())
+        },
+    },
+    Setting {
+        name: "metadata.log.dir",
+        doc: "Directory of the controller quorum's metadata log; unset: inside log.dirs.",
+        apply: |c, v| {
+            let text = string(v)?.trim();
+            if text.contains(',') {
+                return Err("one directory is expected".into());
+            }
+            // Empty means unset, so an override can restore the default (inside log.dirs).
+            c.metadata_log_dir = (!text.is_empty()).then(|| PathBuf::from(text));
             Ok(())
         },
     },

@@ -326,10 +326,10 @@ pub struct BrokerSettingValue {
     pub is_default: bool,
 }
 
-fn listeners_text(listeners: &[crate::Listener]) -> String {
+fn listeners_text<'a>(listeners: impl IntoIterator<Item = &'a crate::Listener>) -> String {
     listeners
-        .iter()
-        .map(|l| format!("{}://{}:{}", l.name, l.host, l.port))
+        .into_iter()
+        .map(crate::Listener::to_string)
         .collect::<Vec<_>>()
         .join(",")
 }
@@ -350,7 +350,38 @@ fn broker_setting_value(c: &BrokerConfig, name: &str) -> (Option<String>, Config
                 .join(",")),
             List,
         ),
-        "listeners" => (s(listeners_text(&c.listeners)), String),
+        // The setting as configured: the controller listener split off at load belongs to it.
+        "listeners" => (
+            s(listeners_text(
+                c.listeners.iter().chain(c.controller_listener.as_ref()),
+            )),
+            String,
+        ),
+        "controller.quorum.voters" => (
+            s(c.controller_quorum_voters
+                .iter()
+                .map(|v| v.to_string())
+                .collect::<Vec<_>>()
+                .join(",")),
+            List,
+        ),
+        "controller.listener.names" => (s(c.controller_listener_names.join(",")), String),
+        "broker.rack" => (c.broker_rack.clone(), String),
+        "broker.heartbeat.interval.ms" => (s(c.broker_heartbeat_interval_ms.to_string()), Int),
+        "broker.session.timeout.ms" => (s(c.broker_session_timeout_ms.to_string()), Int),
+        "initial.broker.registration.timeout.ms" => {
+            (s(c.initial_broker_registration_timeout_ms.to_string()), Int)
+        }
+        "controller.quorum.election.timeout.ms" => {
+            (s(c.controller_quorum_election_timeout_ms.to_string()), Int)
+        }
+        "controller.quorum.fetch.timeout.ms" => {
+            (s(c.controller_quorum_fetch_timeout_ms.to_string()), Int)
+        }
+        "metadata.log.dir" => (
+            c.metadata_log_dir.as_ref().map(|d| d.display().to_string()),
+            String,
+        ),
         "advertised.listeners" => {
             if c.advertised_listeners.is_empty() {
                 (None, String)
@@ -456,7 +487,11 @@ mod tests {
             let (value, _) = broker_setting_value(&config, s.name);
             let optional = matches!(
                 s.name,
-                "advertised.listeners" | "log.flush.interval.messages" | "log.flush.interval.ms"
+                "advertised.listeners"
+                    | "log.flush.interval.messages"
+                    | "log.flush.interval.ms"
+                    | "broker.rack"
+                    | "metadata.log.dir"
             );
             assert!(value.is_some() || optional, "{} has no value", s.name);
         }

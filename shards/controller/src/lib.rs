@@ -1,19 +1,27 @@
-//! The controller: keeper of the cluster metadata.
+//! The controller: keeper of the cluster metadata, in KRaft's model.
 //!
-//! Kafka's model (KRaft): the controller appends metadata records — topics, partitions with
-//! their leader and replicas, configs — to the metadata log, and publishes the resulting
-//! metadata image to the brokers, which apply it. Here, for a single node, the metadata log is a
-//! local file; the Raft quorum of a later issue replicates the same records. Every data shard
-//! receives each new image and opens or drops the partitions the image assigns to it.
+//! Controllers form a Raft quorum (`raft_driver`, over sluice-quorum) that replicates the
+//! metadata log; the active one decides changes (`quorum_controller`) as records
+//! (`records`) — brokers registering and fenced, topics, partitions with their leaders,
+//! configs, producer-id blocks. Every node applies the committed records to its
+//! `MetadataState`. A broker process runs a `BrokerAgent` on this executor: it registers and
+//! heartbeats, follows the log, and hands each new image to its shards, which open or drop
+//! the partitions the image gives them. Controllers and brokers talk over a private RPC on the
+//! controller listener (`rpc`, `rpc_net`).
 
-mod metadata_log;
+mod broker_agent;
+mod metadata_state;
 mod placement;
-mod producer_ids;
 mod quorum_controller;
+mod raft_driver;
 mod records;
+mod replication_control;
+pub mod rpc;
+pub mod rpc_net;
 mod topic_name;
 
-pub use metadata_log::{MetadataLog, MetadataLogError};
+pub use broker_agent::{AgentSettings, BrokerAgent, ControllerLink};
+pub use metadata_state::{BrokerRegistration, MetadataState};
 pub use quorum_controller::{ControllerSettings, QuorumController};
 pub use records::MetadataRecord;
 pub use topic_name::validate_topic_name;

@@ -1,614 +1,1032 @@
-//! The controller's state machine: it applies metadata records to the image, validates and
-//! performs topic changes, and publishes every new image to all data shards.
+//! The controller (KRaft's QuorumController): every voter applies the committed metadata log to
+//! its `MetadataState`; the active one — the quorum leader, once it has applied every entry of
+//! earlier terms — also decides changes. It turns a request (a topic to create, a broker
+//! registering, a missed heartbeat) into records, proposes them as one entry, and answers when
+//! the entry is committed, after it applied it.
 //!
-//! Changes are handled one at a time by a single pump task (`run`), so the metadata log is
-//! appended in the order changes are decided. A change is acknowledged only after its records
-//! are fsynced and every shard has applied the new image (so a client that was told "created"
-//! can produce to the topic at once, on any shard).
+//! Writes are decided one at a time (`writes`, a one-permit semaphore held across the commit),
+//! so each decision sees the previous one applied. Reads — heartbeats that change nothing,
+//! brokers fetching the log — do not wait for it.
+//!
+//! Broker sessions (KRaft's BrokerHeartbeatManager) live only in the active controller's
+//! memory: a new active controller gives every live broker a fresh session.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::cell::{Cell, RefCell};
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::rc::Rc;
-use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use futures_channel::oneshot;
-use glommio::channels::channel_mesh::Receivers;
-use glommio::channels::local_channel;
-use sluice_config::topic::{self as topic_config, ConfigType};
+use glommio::sync::Semaphore;
 use sluice_protocol::codec::Uuid;
-use sluice_shard::AllocateProducerIdsWork;
+use sluice_quorum::Entry;
 use sluice_shard::{
-    AlterConfigsWork, BrokerImage, ConfigOp, CreateTopicsWork, CreatedTopic, DeleteTopicsWork,
-    DeletedTopic, Envelope, MetadataError, MetadataImage, NewTopic, PartitionImage, ShardId,
-    ShardMesh, ShardMessage, TopicConfigChanges, TopicImage, TopicRef,
+    CreatedTopic, MetadataError, NewTopic, ProducerIdBlock, TopicConfigChanges, TopicRef,
+    PRODUCER_ID_BLOCK_SIZE,
 };
 use tracing::{error, info, warn};
 
-use crate::metadata_log::{MetadataLog, MetadataLogError};
-use crate::placement::place_partitions;
-use crate::producer_ids::ProducerIdControl;
-use crate::records::MetadataRecord;
-use crate::topic_name::{collides, validate_topic_name};
+use crate::metadata_state::MetadataState;
+use crate::placement::{place_replicas, PlacementBroker};
+use crate::raft_driver::{self, Applier, DriverSettings, ProposeError, RaftHandle};
+use crate::records::{decode_entry, encode_entry, MetadataRecord};
+use crate::replication_control::{
+    check_new_topic, config_records, find_topic, new_cluster_id, new_topic_id,
+};
+use crate::rpc::{ControllerRequest, ControllerResponse, HeartbeatState, MetadataEntry};
+use crate::rpc_net::RpcHandler;
 
-/// Controller work queued behind the one in progress.
-const PENDING_CHANGES_MAX: usize = 256;
+/// How often the active controller looks for expired broker sessions.
+const SESSION_CHECK_INTERVAL: Duration = Duration::from_millis(100);
+/// Committed entries a broker may fetch in one answer, besides the byte limit.
+const FETCH_ENTRIES_MAX: usize = 4096;
+/// Waiting long polls; more are answered at once (empty).
+const FETCH_WAITERS_MAX: usize = 1024;
 
-/// What the controller needs from the broker configuration.
+/// What the controller needs from the configuration.
 #[derive(Clone, Debug)]
 pub struct ControllerSettings {
     /// `node.id`.
     pub node_id: i32,
-    /// Advertised host of this broker.
-    pub advertised_host: String,
-    /// Advertised port of this broker.
-    pub advertised_port: i32,
-    /// `log.dirs`.
-    pub log_dir: PathBuf,
-    /// Data shards in this process.
-    pub shard_count: usize,
-    /// `num.partitions`.
-    pub num_partitions: i32,
+    /// `controller.quorum.voters`: node id and address (None for a single local voter).
+    pub voters: Vec<(i32, Option<std::net::SocketAddr>)>,
+    /// Directory of the quorum log (`metadata.log.dir` or `log.dirs`, plus
+    /// `__cluster_metadata-0`).
+    pub metadata_dir: PathBuf,
+    /// Length of one Raft tick.
+    pub tick: Duration,
+    /// `controller.quorum.election.timeout.ms`.
+    pub election_timeout: Duration,
+    /// `broker.session.timeout.ms`.
+    pub broker_session_timeout: Duration,
     /// `default.replication.factor`.
     pub default_replication_factor: i16,
     /// `delete.topic.enable`.
     pub delete_topic_enable: bool,
-    /// `sluice.broker.partitions.max`.
+    /// `sluice.broker.partitions.max`: partitions one broker may host.
     pub partitions_max: usize,
 }
 
-/// The single-node controller.
+/// The controller of this node.
 pub struct QuorumController {
     settings: ControllerSettings,
-    mesh: Rc<ShardMesh>,
-    log: MetadataLog,
-    image: MetadataImage,
-    producer_ids: ProducerIdControl,
+    raft: RefCell<Option<Rc<RaftHandle>>>,
+    state: RefCell<MetadataState>,
+    /// Every committed entry, index `i` at position `i - 1` (no-ops with empty data), for
+    /// brokers following the log. Snapshots that drop the prefix come later.
+    entries: RefCell<Vec<MetadataEntry>>,
+    fetch_waiters: RefCell<Vec<oneshot::Sender<()>>>,
+    /// The first index of this node's leadership; active once applied.
+    leader_index_first: Cell<Option<u64>>,
+    /// The term this node leads (or last led).
+    leader_term: Cell<u64>,
+    active: Cell<bool>,
+    sessions: RefCell<BTreeMap<i32, Instant>>,
+    writes: Semaphore,
 }
 
 impl QuorumController {
-    /// Opens the metadata log and rebuilds the image from it.
-    pub async fn open(
-        settings: ControllerSettings,
-        mesh: Rc<ShardMesh>,
-    ) -> Result<QuorumController, MetadataLogError> {
-        let (log, records) = MetadataLog::open(&settings.log_dir).await?;
-        let mut controller = QuorumController {
-            image: MetadataImage {
-                controller_id: settings.node_id,
-                brokers: vec![BrokerImage {
-                    node_id: settings.node_id,
-                    host: settings.advertised_host.clone(),
-                    port: settings.advertised_port,
-                    rack: None,
-                }],
-                ..MetadataImage::default()
-            },
-            settings,
-            mesh,
-            log,
-            producer_ids: ProducerIdControl::default(),
+    /// Opens the quorum log, replays it, and starts the driver and the session checks.
+    pub fn start(settings: ControllerSettings) -> Result<Rc<QuorumController>, String> {
+        let controller = Rc::new(QuorumController {
+            state: RefCell::new(MetadataState::new(settings.node_id, 0)),
+            settings: settings.clone(),
+            raft: RefCell::new(None),
+            entries: RefCell::new(Vec::new()),
+            fetch_waiters: RefCell::new(Vec::new()),
+            leader_index_first: Cell::new(None),
+            leader_term: Cell::new(0),
+            active: Cell::new(false),
+            sessions: RefCell::new(BTreeMap::new()),
+            writes: Semaphore::new(1),
+        });
+        let driver = DriverSettings {
+            node_id: settings.node_id,
+            voters: settings.voters.clone(),
+            dir: settings.metadata_dir.clone(),
+            tick: settings.tick,
+            election_timeout: settings.election_timeout,
         };
-        let replayed = records.len();
-        controller.replay(records);
-        if controller.image.cluster_id.is_empty() {
-            let record = MetadataRecord::ClusterId {
-                cluster_id: new_cluster_id(),
-            };
-            controller.log.append(std::slice::from_ref(&record)).await?;
-            controller.replay(vec![record]);
-        }
-        info!(
-            records = replayed,
-            topics = controller.image.topics.len(),
-            cluster_id = %controller.image.cluster_id,
-            "metadata log loaded"
-        );
+        let applier: Rc<dyn Applier> = Rc::new(ControllerApplier(Rc::downgrade(&controller)));
+        let (raft, driver) = raft_driver::open(driver, applier)
+            .map_err(|e| format!("controller quorum log: {e}"))?;
+        *controller.raft.borrow_mut() = Some(raft);
+        driver.spawn();
+        glommio::spawn_local(Self::check_sessions(Rc::downgrade(&controller))).detach();
         Ok(controller)
     }
 
-    /// Sends the current image to every data shard and waits until all applied it.
-    pub async fn publish(&self) -> Result<(), MetadataError> {
-        let image = Arc::new(self.image.clone());
-        let mut pending = Vec::with_capacity(self.settings.shard_count);
-        for shard in 0..self.settings.shard_count {
-            let (reply, done) = oneshot::channel();
-            let message = ShardMessage::ApplyMetadata {
-                image: image.clone(),
-                reply,
-            };
-            self.mesh
-                .send(ShardId(shard as u16), message)
-                .await
-                .map_err(|_| MetadataError::ControllerNotAvailable)?;
-            pending.push(done);
-        }
-        for done in pending {
-            done.await
-                .map_err(|_| MetadataError::ControllerNotAvailable)?;
-        }
-        Ok(())
+    fn raft(&self) -> Option<Rc<RaftHandle>> {
+        self.raft.borrow().clone()
     }
 
-    /// Serves controller messages until every sender is gone. All changes go through one queue
-    /// and are applied one at a time.
-    pub async fn run(mut self, mut receivers: Receivers<Envelope>) {
-        let (queue, pending) = local_channel::new_bounded::<ShardMessage>(PENDING_CHANGES_MAX);
-        let queue = Rc::new(queue);
-        let mut feeders = Vec::new();
-        for (_, receiver) in receivers.streams() {
-            let queue = queue.clone();
-            let self_id = self.mesh.self_id();
-            feeders.push(glommio::spawn_local(async move {
-                while let Some(envelope) = receiver.recv().await {
-                    assert_eq!(
-                        envelope.target, self_id,
-                        "message for {} arrived at the controller",
-                        envelope.target
-                    );
-                    if queue.send(envelope.message).await.is_err() {
-                        break;
-                    }
+    /// The quorum leader's node id, -1 if unknown.
+    pub fn leader_id(&self) -> i32 {
+        self.raft().map_or(-1, |r| r.leader_id())
+    }
+
+    /// Serves one request from the broker of this same process (the single local voter's
+    /// link). Its registrations replace any earlier one at once: that incarnation was this
+    /// node's previous process, which is gone (it held the data directory's lock).
+    pub async fn serve_in_process(&self, request: ControllerRequest) -> Option<ControllerResponse> {
+        if let ControllerRequest::BrokerRegistration { broker_id, .. } = &request {
+            if *broker_id == self.settings.node_id {
+                self.sessions.borrow_mut().remove(broker_id);
+            }
+        }
+        self.serve_request(request).await
+    }
+
+    /// Serves one request from a broker, a peer voter, or this node's own broker.
+    pub async fn serve_request(&self, request: ControllerRequest) -> Option<ControllerResponse> {
+        match request {
+            ControllerRequest::Raft { message, .. } => {
+                if let Some(raft) = self.raft() {
+                    raft.receive(&message);
                 }
-            }));
-        }
-        drop(queue);
-        while let Some(message) = pending.recv().await {
-            self.handle(message).await;
-        }
-        drop(feeders);
-    }
-
-    async fn handle(&mut self, message: ShardMessage) {
-        match message {
-            ShardMessage::CreateTopics(work) => self.create_topics(work).await,
-            ShardMessage::DeleteTopics(work) => self.delete_topics(work).await,
-            ShardMessage::AllocateProducerIds(work) => self.allocate_producer_ids(work).await,
-            ShardMessage::AlterConfigs(work) => self.alter_configs(work).await,
-            other => error!(
-                kind = other.kind(),
-                "data-shard message sent to the controller; dropped"
+                None
+            }
+            ControllerRequest::FetchMetadata {
+                offset_after,
+                max_wait_ms,
+                bytes_max,
+                ..
+            } => Some(
+                self.fetch_metadata(offset_after, max_wait_ms, bytes_max)
+                    .await,
             ),
+            other => Some(self.write(other).await),
         }
     }
 
-    /// Hands out the next block of producer ids once its record is durable. The image does not
-    /// change, so nothing is published.
-    async fn allocate_producer_ids(&mut self, work: AllocateProducerIdsWork) {
-        let result = match self.producer_ids.generate_next_block() {
-            None => Err(MetadataError::Storage("producer ids exhausted".into())),
-            Some((block, record)) => match self.log.append(std::slice::from_ref(&record)).await {
-                Ok(()) => {
-                    self.replay(vec![record]);
-                    Ok(block)
+    /// Decides, proposes and commits one change; answers NotController when not active.
+    async fn write(&self, request: ControllerRequest) -> ControllerResponse {
+        let Ok(_permit) = self.writes.acquire_permit(1).await else {
+            return self.not_controller();
+        };
+        if !self.active.get() {
+            return self.not_controller();
+        }
+        match request {
+            ControllerRequest::BrokerRegistration {
+                broker_id,
+                incarnation_id,
+                host,
+                port,
+                rack,
+            } => {
+                let result = self
+                    .register_broker(broker_id, incarnation_id, host, port, rack)
+                    .await;
+                ControllerResponse::BrokerRegistration { result }
+            }
+            ControllerRequest::BrokerHeartbeat {
+                broker_id,
+                broker_epoch,
+                current_metadata_offset,
+                want_fence,
+                want_shut_down,
+            } => {
+                let result = self
+                    .heartbeat(
+                        broker_id,
+                        broker_epoch,
+                        current_metadata_offset,
+                        want_fence || want_shut_down,
+                    )
+                    .await;
+                ControllerResponse::BrokerHeartbeat { result }
+            }
+            ControllerRequest::CreateTopics {
+                topics,
+                validate_only,
+            } => {
+                let (results, metadata_offset) = self.create_topics(topics, validate_only).await;
+                ControllerResponse::CreateTopics {
+                    results,
+                    metadata_offset,
                 }
-                Err(error) => {
-                    error!(%error, "metadata log append failed");
-                    Err(MetadataError::Storage(error.to_string()))
+            }
+            ControllerRequest::DeleteTopics { topics } => {
+                let (results, metadata_offset) = self.delete_topics(topics).await;
+                ControllerResponse::DeleteTopics {
+                    results,
+                    metadata_offset,
+                }
+            }
+            ControllerRequest::AlterConfigs {
+                topics,
+                validate_only,
+            } => {
+                let (results, metadata_offset) = self.alter_configs(topics, validate_only).await;
+                ControllerResponse::AlterConfigs {
+                    results,
+                    metadata_offset,
+                }
+            }
+            ControllerRequest::AllocateProducerIds { .. } => {
+                let result = self.allocate_producer_ids().await;
+                ControllerResponse::AllocateProducerIds { result }
+            }
+            ControllerRequest::CreatePartitions {
+                topics,
+                validate_only,
+            } => {
+                let (results, metadata_offset) =
+                    self.create_partitions(topics, validate_only).await;
+                ControllerResponse::CreatePartitions {
+                    results,
+                    metadata_offset,
+                }
+            }
+            ControllerRequest::Raft { .. } | ControllerRequest::FetchMetadata { .. } => {
+                unreachable!("reads are served by serve_request()")
+            }
+        }
+    }
+
+    fn not_controller(&self) -> ControllerResponse {
+        ControllerResponse::NotController {
+            leader_id: if self.active.get() {
+                self.settings.node_id
+            } else {
+                let leader = self.leader_id();
+                if leader == self.settings.node_id {
+                    -1 // leading but still catching up: ask again shortly
+                } else {
+                    leader
                 }
             },
+        }
+    }
+
+    /// Proposes the records as one entry and waits until it is committed and applied.
+    async fn commit(&self, records: Vec<MetadataRecord>) -> Result<u64, MetadataError> {
+        let Some(raft) = self.raft() else {
+            return Err(MetadataError::ControllerNotAvailable);
         };
-        let _ = work.reply.send(result);
-    }
-
-    async fn create_topics(&mut self, work: CreateTopicsWork) {
-        let mut results = Vec::with_capacity(work.topics.len());
-        let mut records = Vec::new();
-        let mut load = self.image.shard_table.load(self.settings.shard_count);
-        let mut names_in_request: Vec<&str> = Vec::new();
-        let mut partitions_total: usize = load.iter().sum();
-        for topic in &work.topics {
-            let checked = self
-                .check_new_topic(topic, &names_in_request)
-                .and_then(|()| self.check_partition_budget(topic, &mut partitions_total));
-            names_in_request.push(&topic.name);
-            results.push(checked.map(|()| {
-                let topic_id = new_topic_id();
-                if !work.validate_only {
-                    self.topic_records(topic, topic_id, &mut load, &mut records);
-                }
-                CreatedTopic {
-                    topic_id,
-                    num_partitions: topic.num_partitions,
-                    replication_factor: topic.replication_factor,
-                }
-            }));
+        if records.is_empty() {
+            return Ok(self.state.borrow().applied_index);
         }
-        let results = self.commit_for(records, results).await;
-        let _ = work.reply.send(results);
+        match raft.propose(encode_entry(&records)).await {
+            Ok(index) => Ok(index),
+            Err(ProposeError::NotLeader(_)) => Err(MetadataError::ControllerNotAvailable),
+            Err(ProposeError::Failed(message)) => Err(MetadataError::Storage(message)),
+        }
     }
 
-    fn check_new_topic(
+    async fn register_broker(
         &self,
+        broker_id: i32,
+        incarnation_id: Uuid,
+        host: String,
+        port: i32,
+        rack: Option<String>,
+    ) -> Result<i64, MetadataError> {
+        let (records, broker_epoch) = {
+            let state = self.state.borrow();
+            if let Some(existing) = state.brokers.get(&broker_id) {
+                let alive = self
+                    .sessions
+                    .borrow()
+                    .get(&broker_id)
+                    .is_some_and(|deadline| *deadline > Instant::now());
+                if existing.incarnation_id != incarnation_id && !existing.fenced && alive {
+                    return Err(MetadataError::DuplicateBrokerRegistration(broker_id));
+                }
+            }
+            let broker_epoch = state.broker_epoch_max + 1;
+            let mut records = vec![MetadataRecord::RegisterBroker {
+                broker_id,
+                incarnation_id,
+                broker_epoch,
+                host,
+                port,
+                rack,
+            }];
+            // A new registration starts fenced: what the old one led has no leader until the
+            // broker catches up again.
+            records.extend(leadership_lost(&state, broker_id));
+            (records, broker_epoch)
+        };
+        self.commit(records).await?;
+        self.renew_session(broker_id);
+        info!(
+            broker_id,
+            broker_epoch, "broker registered (fenced until caught up)"
+        );
+        Ok(broker_epoch)
+    }
+
+    async fn heartbeat(
+        &self,
+        broker_id: i32,
+        broker_epoch: i64,
+        current_metadata_offset: i64,
+        want_fence: bool,
+    ) -> Result<HeartbeatState, MetadataError> {
+        let (records, is_caught_up) = {
+            let state = self.state.borrow();
+            let Some(registration) = state.brokers.get(&broker_id) else {
+                return Err(MetadataError::StaleBrokerEpoch);
+            };
+            if registration.broker_epoch != broker_epoch {
+                return Err(MetadataError::StaleBrokerEpoch);
+            }
+            let is_caught_up = current_metadata_offset >= registration.registered_index as i64;
+            let records = match (registration.fenced, want_fence) {
+                (true, false) if is_caught_up => {
+                    leadership_regained(&state, broker_id, broker_epoch)
+                }
+                (false, true) => {
+                    let mut records = vec![MetadataRecord::FenceBroker {
+                        broker_id,
+                        broker_epoch,
+                    }];
+                    records.extend(leadership_lost(&state, broker_id));
+                    records
+                }
+                _ => Vec::new(),
+            };
+            (records, is_caught_up)
+        };
+        self.renew_session(broker_id);
+        let changed = !records.is_empty();
+        self.commit(records).await?;
+        let is_fenced = self
+            .state
+            .borrow()
+            .brokers
+            .get(&broker_id)
+            .is_none_or(|b| b.fenced);
+        if changed {
+            info!(
+                broker_id,
+                broker_epoch, is_fenced, "broker fencing changed by heartbeat"
+            );
+        }
+        Ok(HeartbeatState {
+            is_caught_up,
+            is_fenced,
+            should_shut_down: false,
+        })
+    }
+
+    fn renew_session(&self, broker_id: i32) {
+        let deadline = Instant::now() + self.settings.broker_session_timeout;
+        self.sessions.borrow_mut().insert(broker_id, deadline);
+    }
+
+    /// Fences brokers whose session expired, one entry per broker.
+    async fn check_sessions(this: std::rc::Weak<QuorumController>) {
+        loop {
+            glommio::timer::sleep(SESSION_CHECK_INTERVAL).await;
+            let Some(controller) = this.upgrade() else {
+                break;
+            };
+            if !controller.active.get() {
+                continue;
+            }
+            let now = Instant::now();
+            let expired: Vec<i32> = controller
+                .sessions
+                .borrow()
+                .iter()
+                .filter(|(_, deadline)| **deadline <= now)
+                .map(|(id, _)| *id)
+                .collect();
+            for broker_id in expired {
+                controller.fence_expired(broker_id).await;
+            }
+        }
+    }
+
+    async fn fence_expired(&self, broker_id: i32) {
+        let Ok(_permit) = self.writes.acquire_permit(1).await else {
+            return;
+        };
+        if !self.active.get() {
+            return;
+        }
+        let still_expired = self
+            .sessions
+            .borrow()
+            .get(&broker_id)
+            .is_some_and(|deadline| *deadline <= Instant::now());
+        if !still_expired {
+            return;
+        }
+        let records = {
+            let state = self.state.borrow();
+            match state.brokers.get(&broker_id) {
+                Some(b) if !b.fenced => {
+                    let mut records = vec![MetadataRecord::FenceBroker {
+                        broker_id,
+                        broker_epoch: b.broker_epoch,
+                    }];
+                    records.extend(leadership_lost(&state, broker_id));
+                    records
+                }
+                _ => Vec::new(),
+            }
+        };
+        self.sessions.borrow_mut().remove(&broker_id);
+        if records.is_empty() {
+            return;
+        }
+        match self.commit(records).await {
+            Ok(index) => warn!(broker_id, index, "broker fenced: its session expired"),
+            Err(error) => warn!(broker_id, %error, "fencing an expired broker failed"),
+        }
+    }
+
+    async fn create_topics(
+        &self,
+        topics: Vec<NewTopic>,
+        validate_only: bool,
+    ) -> (Vec<Result<CreatedTopic, MetadataError>>, u64) {
+        let (results, records) = {
+            let state = self.state.borrow();
+            let mut results = Vec::with_capacity(topics.len());
+            let mut records = Vec::new();
+            let mut names: Vec<&str> = Vec::new();
+            let mut hosted = partitions_per_broker(&state);
+            for topic in &topics {
+                let checked = check_new_topic(&state.image, topic, &names)
+                    .and_then(|()| self.place(&state, topic, &mut hosted));
+                names.push(&topic.name);
+                results.push(checked.map(|placed| {
+                    let topic_id = new_topic_id();
+                    if !validate_only {
+                        topic_records(topic, topic_id, placed, &mut records);
+                    }
+                    CreatedTopic {
+                        topic_id,
+                        num_partitions: topic.num_partitions,
+                        replication_factor: topic.replication_factor,
+                    }
+                }));
+            }
+            (results, records)
+        };
+        self.commit_for(records, results).await
+    }
+
+    /// Replica lists for a new topic's partitions over the live brokers, within every broker's
+    /// partition budget (`sluice.broker.partitions.max`).
+    fn place(
+        &self,
+        state: &MetadataState,
         topic: &NewTopic,
-        earlier_in_request: &[&str],
-    ) -> Result<(), MetadataError> {
-        validate_topic_name(&topic.name).map_err(MetadataError::InvalidTopic)?;
-        if self.image.topic(&topic.name).is_some()
-            || earlier_in_request.contains(&topic.name.as_str())
-        {
-            return Err(MetadataError::TopicAlreadyExists(topic.name.clone()));
+        hosted: &mut BTreeMap<i32, usize>,
+    ) -> Result<Vec<Vec<i32>>, MetadataError> {
+        let brokers: Vec<PlacementBroker> = state
+            .live_brokers()
+            .map(|b| PlacementBroker {
+                id: b.broker_id,
+                rack: b.rack.clone(),
+            })
+            .collect();
+        if brokers.is_empty() {
+            return Err(MetadataError::InvalidReplicationFactor(
+                "no live broker to place replicas on".into(),
+            ));
         }
-        if let Some(other) = self
-            .image
-            .topics
-            .keys()
-            .find(|other| collides(other, &topic.name))
-        {
-            return Err(MetadataError::InvalidTopic(format!(
-                "topic '{}' collides with existing topic '{other}' ('.' and '_' are interchangeable in metric names)",
-                topic.name
-            )));
-        }
-        if topic.num_partitions <= 0 {
+        // The budget first, by arithmetic: a hostile partition count must be refused before
+        // any replica list is allocated. Round robin gives each broker at most
+        // ceil(partitions × rf / brokers) of the new replicas.
+        let max = self.settings.partitions_max;
+        let new_replicas =
+            topic.num_partitions.max(0) as u64 * topic.replication_factor.max(0) as u64;
+        let per_broker = new_replicas.div_ceil(brokers.len() as u64);
+        let fullest = brokers
+            .iter()
+            .map(|b| hosted.get(&b.id).copied().unwrap_or(0) as u64)
+            .max()
+            .unwrap_or(0);
+        if fullest + per_broker > max as u64 {
             return Err(MetadataError::InvalidPartitions(format!(
-                "number of partitions must be larger than 0, got {}",
+                "{} more partitions would exceed sluice.broker.partitions.max ({max}) on a broker hosting {fullest}",
                 topic.num_partitions
             )));
         }
-        if topic.replication_factor <= 0 {
-            return Err(MetadataError::InvalidReplicationFactor(format!(
-                "replication factor must be larger than 0, got {}",
-                topic.replication_factor
-            )));
+        let start = (new_topic_id().0[0] as usize) % brokers.len();
+        let placed = place_replicas(
+            &brokers,
+            topic.num_partitions as usize,
+            topic.replication_factor as usize,
+            start,
+        );
+        let mut after = hosted.clone();
+        for id in placed.iter().flatten() {
+            *after.entry(*id).or_insert(0) += 1;
         }
-        let brokers = self.image.brokers.len();
-        if topic.replication_factor as usize > brokers {
-            return Err(MetadataError::InvalidReplicationFactor(format!(
-                "replication factor: {} larger than available brokers: {brokers}",
-                topic.replication_factor
-            )));
-        }
-        for (name, value) in &topic.configs {
-            topic_config::validate(name, value).map_err(MetadataError::InvalidConfig)?;
-        }
-        Ok(())
-    }
-
-    /// Keeps the broker within `sluice.broker.partitions.max`: every partition costs open files
-    /// and memory, and one request must not be able to exhaust them.
-    fn check_partition_budget(
-        &self,
-        topic: &NewTopic,
-        partitions_total: &mut usize,
-    ) -> Result<(), MetadataError> {
-        let wanted = topic.num_partitions as usize;
-        let max = self.settings.partitions_max;
-        if *partitions_total + wanted > max {
+        if let Some((id, count)) = after.iter().find(|(_, count)| **count > max) {
             return Err(MetadataError::InvalidPartitions(format!(
-                "{wanted} more partitions would exceed sluice.broker.partitions.max ({max}); {partitions_total} exist"
+                "{} more partitions would put {count} on broker {id}, above sluice.broker.partitions.max ({max})",
+                topic.num_partitions
             )));
         }
-        *partitions_total += wanted;
-        Ok(())
+        *hosted = after;
+        Ok(placed)
     }
 
-    fn topic_records(
+    async fn delete_topics(
         &self,
-        topic: &NewTopic,
-        topic_id: Uuid,
-        load: &mut [usize],
-        out: &mut Vec<MetadataRecord>,
-    ) {
-        out.push(MetadataRecord::Topic {
-            name: topic.name.clone(),
-            topic_id,
-        });
-        let shards = place_partitions(load, topic.num_partitions as usize);
-        for (partition, shard) in shards.into_iter().enumerate() {
-            out.push(MetadataRecord::Partition {
-                topic_id,
-                partition: partition as i32,
-                replicas: vec![self.settings.node_id],
-                leader: self.settings.node_id,
-                leader_epoch: 0,
-                shard,
-            });
-        }
-        for (name, value) in &topic.configs {
-            out.push(MetadataRecord::Config {
-                topic_id,
-                name: name.clone(),
-                value: topic_config::validate(name, value).unwrap_or_else(|_| value.clone()),
-            });
-        }
-    }
-
-    async fn delete_topics(&mut self, work: DeleteTopicsWork) {
-        let mut results = Vec::with_capacity(work.topics.len());
-        let mut records = Vec::new();
-        for topic in &work.topics {
-            let found = self.find_topic(topic);
-            let result = if !self.settings.delete_topic_enable {
-                Err(MetadataError::TopicDeletionDisabled)
-            } else {
-                found
-            };
-            if let Ok(deleted) = &result {
-                let record = MetadataRecord::RemoveTopic {
-                    topic_id: deleted.topic_id,
+        topics: Vec<TopicRef>,
+    ) -> (Vec<Result<sluice_shard::DeletedTopic, MetadataError>>, u64) {
+        let (results, records) = {
+            let state = self.state.borrow();
+            let mut results = Vec::with_capacity(topics.len());
+            let mut records = Vec::new();
+            for topic in &topics {
+                let result = if self.settings.delete_topic_enable {
+                    find_topic(&state.image, topic)
+                } else {
+                    Err(MetadataError::TopicDeletionDisabled)
                 };
-                if !records.contains(&record) {
-                    records.push(record);
+                if let Ok(deleted) = &result {
+                    let record = MetadataRecord::RemoveTopic {
+                        topic_id: deleted.topic_id,
+                    };
+                    if !records.contains(&record) {
+                        records.push(record);
+                    }
                 }
+                results.push(result);
             }
-            results.push(result);
-        }
-        let results = self.commit_for(records, results).await;
-        let _ = work.reply.send(results);
+            (results, records)
+        };
+        self.commit_for(records, results).await
     }
 
-    /// Alters topic configs: each topic's changes are validated as a whole (Kafka's names, types
-    /// and ranges) and become `Config` / `RemoveConfig` records; a topic whose changes fail
-    /// changes nothing, the others go ahead. `validate_only` checks and writes nothing.
-    async fn alter_configs(&mut self, work: AlterConfigsWork) {
-        let mut results = Vec::with_capacity(work.topics.len());
-        let mut records = Vec::new();
-        for changes in &work.topics {
-            let planned = self.config_records(changes);
-            results.push(planned.map(|planned| {
-                if !work.validate_only {
-                    records.extend(planned);
-                }
-            }));
-        }
-        let results = self.commit_for(records, results).await;
-        let _ = work.reply.send(results);
-    }
-
-    /// The records that take a topic from its current overrides to the changed ones.
-    fn config_records(
+    /// Grows topics (KIP-195): decided by `replication_control::partition_increase`, the new
+    /// partitions of the whole request committed as one entry. Validate-only decides the same
+    /// way and writes nothing.
+    async fn create_partitions(
         &self,
-        changes: &TopicConfigChanges,
-    ) -> Result<Vec<MetadataRecord>, MetadataError> {
-        let topic = self
-            .image
-            .topic(&changes.topic)
-            .ok_or(MetadataError::UnknownTopicOrPartition)?;
-        let mut seen = BTreeSet::new();
-        for change in &changes.changes {
-            if !seen.insert(change.name.as_str()) {
-                return Err(MetadataError::InvalidRequest(format!(
-                    "Error due to duplicate config keys: {}",
-                    change.name
-                )));
-            }
-        }
-        let mut configs = if changes.replace_all {
-            BTreeMap::new()
-        } else {
-            topic.configs.clone()
+        topics: Vec<sluice_shard::NewPartitions>,
+        validate_only: bool,
+    ) -> (Vec<Result<(), MetadataError>>, u64) {
+        let (results, records) = {
+            let state = self.state.borrow();
+            crate::replication_control::partition_increase(
+                &state,
+                &topics,
+                self.settings.partitions_max,
+            )
         };
-        for change in &changes.changes {
-            let name = change.name.as_str();
-            let def = topic_config::find(name).ok_or_else(|| {
-                MetadataError::InvalidConfig(format!("Unknown topic config name: {name}"))
-            })?;
-            let checked = |value: &str| {
-                topic_config::validate(name, value).map_err(MetadataError::InvalidConfig)
-            };
-            match &change.op {
-                ConfigOp::Set(value) => {
-                    configs.insert(name.to_string(), checked(value)?);
-                }
-                ConfigOp::Delete => {
-                    configs.remove(name);
-                }
-                ConfigOp::Append(value) | ConfigOp::Subtract(value) => {
-                    let append = matches!(change.op, ConfigOp::Append(_));
-                    if def.config_type != ConfigType::List {
-                        return Err(MetadataError::InvalidConfig(format!(
-                            "Can't {} to key {name} because its type is not LIST.",
-                            if append { "APPEND" } else { "SUBTRACT" }
-                        )));
-                    }
-                    let current = configs
-                        .get(name)
-                        .map_or(def.default, String::as_str)
-                        .to_string();
-                    let mut items = topic_config::split_list(&current);
-                    for item in topic_config::split_list(value) {
-                        if append {
-                            if !items.contains(&item) {
-                                items.push(item);
-                            }
-                        } else {
-                            items.retain(|i| *i != item);
-                        }
-                    }
-                    configs.insert(name.to_string(), checked(&items.join(","))?);
-                }
-            }
-        }
-        let topic_id = topic.topic_id;
-        let mut records = Vec::new();
-        for (name, value) in &configs {
-            if topic.configs.get(name) != Some(value) {
-                records.push(MetadataRecord::Config {
-                    topic_id,
-                    name: name.clone(),
-                    value: value.clone(),
-                });
-            }
-        }
-        for name in topic.configs.keys() {
-            if !configs.contains_key(name) {
-                records.push(MetadataRecord::RemoveConfig {
-                    topic_id,
-                    name: name.clone(),
-                });
-            }
-        }
-        Ok(records)
+        let records = if validate_only { Vec::new() } else { records };
+        self.commit_for(records, results).await
     }
 
-    fn find_topic(&self, topic: &TopicRef) -> Result<DeletedTopic, MetadataError> {
-        let image = match topic {
-            TopicRef::Name(name) => self
-                .image
-                .topic(name)
-                .ok_or(MetadataError::UnknownTopicOrPartition)?,
-            TopicRef::Id(id) => self
-                .image
-                .topic_by_id(id)
-                .ok_or(MetadataError::UnknownTopicId)?,
+    async fn alter_configs(
+        &self,
+        topics: Vec<TopicConfigChanges>,
+        validate_only: bool,
+    ) -> (Vec<Result<(), MetadataError>>, u64) {
+        let (results, records) = {
+            let state = self.state.borrow();
+            let mut results = Vec::with_capacity(topics.len());
+            let mut records = Vec::new();
+            for changes in &topics {
+                results.push(config_records(&state.image, changes).map(|planned| {
+                    if !validate_only {
+                        records.extend(planned);
+                    }
+                }));
+            }
+            (results, records)
         };
-        Ok(DeletedTopic {
-            name: image.name.clone(),
-            topic_id: image.topic_id,
+        self.commit_for(records, results).await
+    }
+
+    /// Hands out the next block of producer ids once the record claiming it is committed
+    /// (KRaft's ProducerIdControlManager): no id is ever given twice.
+    async fn allocate_producer_ids(&self) -> Result<ProducerIdBlock, MetadataError> {
+        let first = self.state.borrow().next_producer_id;
+        let end = first
+            .checked_add(PRODUCER_ID_BLOCK_SIZE)
+            .ok_or_else(|| MetadataError::Storage("producer ids exhausted".into()))?;
+        let record = MetadataRecord::ProducerIds {
+            next_producer_id: end,
+        };
+        self.commit(vec![record]).await?;
+        Ok(ProducerIdBlock {
+            first,
+            size: PRODUCER_ID_BLOCK_SIZE,
         })
     }
 
-    /// Commits `records`; if that fails, every result that had been accepted fails with the
-    /// commit's error (the refused ones keep their own).
+    /// Commits `records`; if that fails, every accepted result fails with the commit's error.
     async fn commit_for<T>(
-        &mut self,
+        &self,
         records: Vec<MetadataRecord>,
         results: Vec<Result<T, MetadataError>>,
-    ) -> Vec<Result<T, MetadataError>> {
+    ) -> (Vec<Result<T, MetadataError>>, u64) {
         match self.commit(records).await {
-            Ok(()) => results,
-            Err(error) => results
-                .into_iter()
-                .map(|r| r.and_then(|_| Err(error.clone())))
-                .collect(),
+            Ok(index) => (results, index),
+            Err(error) => {
+                let failed = results
+                    .into_iter()
+                    .map(|r| r.and_then(|_| Err(error.clone())))
+                    .collect();
+                (failed, 0)
+            }
         }
     }
 
-    /// Makes records durable, applies them, and publishes the new image.
-    async fn commit(&mut self, records: Vec<MetadataRecord>) -> Result<(), MetadataError> {
-        if records.is_empty() {
-            return Ok(());
+    /// Committed entries after `offset_after`; waits up to `max_wait_ms` when there are none.
+    async fn fetch_metadata(
+        &self,
+        offset_after: u64,
+        max_wait_ms: u32,
+        bytes_max: u32,
+    ) -> ControllerResponse {
+        let deadline = Instant::now() + Duration::from_millis(u64::from(max_wait_ms.min(30_000)));
+        loop {
+            let committed = self.state.borrow().applied_index;
+            if committed > offset_after || Instant::now() >= deadline {
+                break;
+            }
+            let (wake, woken) = oneshot::channel();
+            {
+                let mut waiters = self.fetch_waiters.borrow_mut();
+                if waiters.len() >= FETCH_WAITERS_MAX {
+                    break;
+                }
+                waiters.push(wake);
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            futures_lite::future::or(
+                async {
+                    let _ = woken.await;
+                },
+                glommio::timer::sleep(left),
+            )
+            .await;
         }
-        if let Err(error) = self.log.append(&records).await {
-            error!(%error, "metadata log append failed");
-            return Err(MetadataError::Storage(error.to_string()));
+        let entries = self.entries.borrow();
+        let from = (offset_after as usize).min(entries.len());
+        let mut bytes = 0usize;
+        let mut out = Vec::new();
+        for entry in entries[from..].iter().take(FETCH_ENTRIES_MAX) {
+            // At least one entry goes, whatever its size, so a big entry cannot stall a broker.
+            if !out.is_empty() && bytes + entry.data.len() > bytes_max as usize {
+                break;
+            }
+            bytes += entry.data.len();
+            out.push(entry.clone());
         }
-        self.replay(records);
-        self.publish().await.inspect_err(|error| {
-            warn!(%error, "publishing the metadata image failed");
-        })
+        ControllerResponse::FetchMetadata {
+            entries: out,
+            committed_index: self.state.borrow().applied_index,
+            leader_id: self.leader_id(),
+            snapshot_needed: false,
+        }
     }
 
-    /// Applies records to the image.
-    fn replay(&mut self, records: Vec<MetadataRecord>) {
-        let mut touched: BTreeMap<Uuid, TopicImage> = BTreeMap::new();
-        for record in records {
-            self.image.offset += 1;
-            self.apply(record, &mut touched);
+    /// Called once this node is the active controller.
+    fn activate(self: &Rc<Self>) {
+        self.active.set(true);
+        let now = Instant::now();
+        let timeout = self.settings.broker_session_timeout;
+        let live: Vec<i32> = self
+            .state
+            .borrow()
+            .live_brokers()
+            .map(|b| b.broker_id)
+            .collect();
+        {
+            let mut sessions = self.sessions.borrow_mut();
+            sessions.clear();
+            for id in live {
+                sessions.insert(id, now + timeout);
+            }
         }
-        for (_, topic) in touched {
-            self.image.put_topic(topic);
+        let term = self.leader_term.get();
+        info!(
+            node_id = self.settings.node_id,
+            term,
+            epoch_ms = raft_driver::epoch_ms(),
+            "active controller: node {} in term {term}",
+            self.settings.node_id
+        );
+        if self.state.borrow().image.cluster_id.is_empty() {
+            let controller = self.clone();
+            glommio::spawn_local(async move {
+                let Ok(_permit) = controller.writes.acquire_permit(1).await else {
+                    return;
+                };
+                let record = MetadataRecord::ClusterId {
+                    cluster_id: new_cluster_id(),
+                };
+                if let Err(error) = controller.commit(vec![record]).await {
+                    warn!(%error, "writing the cluster id failed; the next active controller will");
+                }
+            })
+            .detach();
         }
     }
 
-    fn apply(&mut self, record: MetadataRecord, touched: &mut BTreeMap<Uuid, TopicImage>) {
-        let shard_count = self.settings.shard_count as u16;
-        match record {
-            MetadataRecord::ClusterId { cluster_id } => self.image.cluster_id = cluster_id,
-            MetadataRecord::Topic { name, topic_id } => {
-                touched.insert(
-                    topic_id,
-                    TopicImage {
-                        name,
-                        topic_id,
-                        partitions: Vec::new(),
-                        configs: BTreeMap::new(),
-                    },
+    fn wake_fetchers(&self) {
+        for waiter in self.fetch_waiters.borrow_mut().drain(..) {
+            let _ = waiter.send(());
+        }
+    }
+}
+
+impl RpcHandler for QuorumController {
+    fn handle(
+        &self,
+        request: ControllerRequest,
+    ) -> impl std::future::Future<Output = Option<ControllerResponse>> {
+        self.serve_request(request)
+    }
+}
+
+/// The driver's view of the controller; weak, so that the driver does not keep it alive.
+struct ControllerApplier(std::rc::Weak<QuorumController>);
+
+impl Applier for ControllerApplier {
+    fn apply(&self, entry: &Entry) {
+        if let Some(controller) = self.0.upgrade() {
+            controller.apply_committed(entry);
+        }
+    }
+
+    fn became_leader(&self, term: u64, index_first: u64) {
+        if let Some(controller) = self.0.upgrade() {
+            controller.active.set(false);
+            controller.leader_term.set(term);
+            controller.leader_index_first.set(Some(index_first));
+        }
+    }
+
+    fn leader_changed(&self, _term: u64, _leader_id: i32) {
+        if let Some(controller) = self.0.upgrade() {
+            if controller.active.get() {
+                info!(
+                    node_id = controller.settings.node_id,
+                    "no longer the active controller"
                 );
             }
-            MetadataRecord::Partition {
+            controller.active.set(false);
+            controller.leader_index_first.set(None);
+            controller.sessions.borrow_mut().clear();
+        }
+    }
+}
+
+impl QuorumController {
+    fn apply_committed(self: &Rc<Self>, entry: &Entry) {
+        {
+            let mut state = self.state.borrow_mut();
+            if entry.data.is_empty() {
+                state.skip_entry(entry.index);
+            } else {
+                match decode_entry(&entry.data) {
+                    Ok(records) => state.apply_entry(entry.index, records),
+                    Err(error) => {
+                        // Written by a controller, checked by CRC on disk: a bug, not input.
+                        error!(index = entry.index, %error, "undecodable metadata entry skipped");
+                        state.skip_entry(entry.index);
+                    }
+                }
+            }
+        }
+        let mut entries = self.entries.borrow_mut();
+        assert_eq!(
+            entries.len() as u64 + 1,
+            entry.index,
+            "entries applied out of order"
+        );
+        entries.push(MetadataEntry {
+            index: entry.index,
+            term: entry.term,
+            data: entry.data.to_vec(),
+        });
+        drop(entries);
+        self.wake_fetchers();
+        if let Some(first) = self.leader_index_first.get() {
+            if !self.active.get() && entry.index >= first {
+                self.leader_index_first.set(None);
+                self.activate();
+            }
+        }
+    }
+}
+
+/// Partitions each live broker hosts now.
+fn partitions_per_broker(state: &MetadataState) -> BTreeMap<i32, usize> {
+    let mut hosted = BTreeMap::new();
+    for topic in state.image.topics.values() {
+        for p in &topic.partitions {
+            for r in &p.replicas {
+                *hosted.entry(*r).or_insert(0) += 1;
+            }
+        }
+    }
+    hosted
+}
+
+fn topic_records(
+    topic: &NewTopic,
+    topic_id: Uuid,
+    placed: Vec<Vec<i32>>,
+    out: &mut Vec<MetadataRecord>,
+) {
+    out.push(MetadataRecord::Topic {
+        name: topic.name.clone(),
+        topic_id,
+    });
+    for (partition, replicas) in placed.into_iter().enumerate() {
+        out.push(MetadataRecord::Partition {
+            topic_id,
+            partition: partition as i32,
+            leader: replicas[0],
+            isr: replicas.clone(),
+            replicas,
+            leader_epoch: 0,
+        });
+    }
+    for (name, value) in &topic.configs {
+        out.push(MetadataRecord::Config {
+            topic_id,
+            name: name.clone(),
+            value: sluice_config::topic::validate(name, value).unwrap_or_else(|_| value.clone()),
+        });
+    }
+}
+
+/// The broker leads nothing any more: each partition it leads moves to another in-sync
+/// replica, or has no leader (it stays in the ISR, as Kafka keeps the last member, so that it
+/// can lead again when it returns).
+fn leadership_lost(state: &MetadataState, broker_id: i32) -> Vec<MetadataRecord> {
+    let live = |id: i32| id != broker_id && state.brokers.get(&id).is_some_and(|b| !b.fenced);
+    let mut records = Vec::new();
+    for topic in state.image.topics.values() {
+        for p in &topic.partitions {
+            if p.leader != broker_id {
+                continue;
+            }
+            let leader = p.isr.iter().copied().find(|id| live(*id)).unwrap_or(-1);
+            let isr = if leader == -1 {
+                p.isr.clone()
+            } else {
+                p.isr
+                    .iter()
+                    .copied()
+                    .filter(|id| *id != broker_id)
+                    .collect()
+            };
+            records.push(MetadataRecord::PartitionChange {
+                topic_id: topic.topic_id,
+                partition: p.partition,
+                leader,
+                leader_epoch: p.leader_epoch + 1,
+                isr,
+            });
+        }
+    }
+    records
+}
+
+/// The broker is back: unfence it and give it the leaderless partitions it can lead.
+fn leadership_regained(
+    state: &MetadataState,
+    broker_id: i32,
+    broker_epoch: i64,
+) -> Vec<MetadataRecord> {
+    let mut records = vec![MetadataRecord::UnfenceBroker {
+        broker_id,
+        broker_epoch,
+    }];
+    for topic in state.image.topics.values() {
+        for p in &topic.partitions {
+            if p.leader == -1 && p.isr.contains(&broker_id) {
+                records.push(MetadataRecord::PartitionChange {
+                    topic_id: topic.topic_id,
+                    partition: p.partition,
+                    leader: broker_id,
+                    leader_epoch: p.leader_epoch + 1,
+                    isr: p.isr.clone(),
+                });
+            }
+        }
+    }
+    records
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn state_with_topic() -> (MetadataState, Uuid) {
+        let topic_id = Uuid::from_u128(42);
+        let mut state = MetadataState::new(1, 0);
+        let mut records = Vec::new();
+        for id in [4, 5, 6] {
+            records.push(MetadataRecord::RegisterBroker {
+                broker_id: id,
+                incarnation_id: Uuid::from_u128(id as u128),
+                broker_epoch: id as i64,
+                host: "h".into(),
+                port: 1,
+                rack: None,
+            });
+            records.push(MetadataRecord::UnfenceBroker {
+                broker_id: id,
+                broker_epoch: id as i64,
+            });
+        }
+        records.push(MetadataRecord::Topic {
+            name: "t".into(),
+            topic_id,
+        });
+        for (partition, replicas) in [(0, vec![4]), (1, vec![5]), (2, vec![4, 6])] {
+            records.push(MetadataRecord::Partition {
                 topic_id,
                 partition,
+                leader: replicas[0],
+                isr: replicas.clone(),
                 replicas,
-                leader,
-                leader_epoch,
-                shard,
-            } => {
-                let Some(topic) = self.touch(topic_id, touched) else {
-                    return warn!(%topic_id, "partition record for an unknown topic; skipped");
-                };
-                // A partition keeps the shard it was given; only when the shard count shrank
-                // since does it fold onto an existing shard.
-                let shard = ShardId(shard % shard_count);
-                topic.partitions.retain(|p| p.partition != partition);
-                topic.partitions.push(PartitionImage {
-                    partition,
-                    leader,
-                    leader_epoch,
-                    isr: replicas.clone(),
-                    replicas,
-                    shard,
-                });
-                topic.partitions.sort_by_key(|p| p.partition);
-            }
-            MetadataRecord::Config {
-                topic_id,
-                name,
-                value,
-            } => {
-                if let Some(topic) = self.touch(topic_id, touched) {
-                    topic.configs.insert(name, value);
-                }
-            }
-            MetadataRecord::RemoveConfig { topic_id, name } => {
-                if let Some(topic) = self.touch(topic_id, touched) {
-                    topic.configs.remove(&name);
-                }
-            }
-            MetadataRecord::ProducerIds { next_producer_id } => {
-                self.producer_ids.replay(next_producer_id);
-            }
-            MetadataRecord::RemoveTopic { topic_id } => {
-                touched.remove(&topic_id);
-                if let Some(name) = self.image.topic_names.get(&topic_id).cloned() {
-                    self.image.remove_topic(&name);
-                }
-            }
+                leader_epoch: 3,
+            });
         }
+        state.apply_entry(1, records);
+        (state, topic_id)
     }
 
-    fn touch<'a>(
-        &self,
-        topic_id: Uuid,
-        touched: &'a mut BTreeMap<Uuid, TopicImage>,
-    ) -> Option<&'a mut TopicImage> {
-        match touched.entry(topic_id) {
-            std::collections::btree_map::Entry::Occupied(entry) => Some(entry.into_mut()),
-            std::collections::btree_map::Entry::Vacant(entry) => {
-                let existing = self.image.topic_by_id(&topic_id)?;
-                Some(entry.insert(TopicImage::clone(existing)))
-            }
-        }
+    #[test]
+    fn a_fenced_broker_leads_nothing_and_gets_its_partitions_back() {
+        let (mut state, topic_id) = state_with_topic();
+        let lost = leadership_lost(&state, 4);
+        // Partition 0 has no other replica: no leader, ISR kept. Partition 2 moves to 6.
+        assert_eq!(
+            lost,
+            vec![
+                MetadataRecord::PartitionChange {
+                    topic_id,
+                    partition: 0,
+                    leader: -1,
+                    leader_epoch: 4,
+                    isr: vec![4],
+                },
+                MetadataRecord::PartitionChange {
+                    topic_id,
+                    partition: 2,
+                    leader: 6,
+                    leader_epoch: 4,
+                    isr: vec![6],
+                },
+            ]
+        );
+        let mut records = vec![MetadataRecord::FenceBroker {
+            broker_id: 4,
+            broker_epoch: 4,
+        }];
+        records.extend(lost);
+        state.apply_entry(2, records);
+        assert!(state.image.brokers.iter().all(|b| b.node_id != 4));
+        let regained = leadership_regained(&state, 4, 4);
+        assert_eq!(
+            regained,
+            vec![
+                MetadataRecord::UnfenceBroker {
+                    broker_id: 4,
+                    broker_epoch: 4,
+                },
+                MetadataRecord::PartitionChange {
+                    topic_id,
+                    partition: 0,
+                    leader: 4,
+                    leader_epoch: 5,
+                    isr: vec![4],
+                },
+            ]
+        );
+        state.apply_entry(3, regained);
+        let topic = state.image.topic("t").unwrap();
+        assert_eq!(topic.partitions[0].leader, 4);
+        // Partition 2 stays with its new leader; 4 is not back in its ISR (no replication yet).
+        assert_eq!(topic.partitions[2].leader, 6);
     }
-}
 
-fn new_topic_id() -> Uuid {
-    loop {
-        let id = Uuid(random_bytes());
-        // Kafka reserves the zero id and ids whose base64 begins with '-' (command-line trouble).
-        if id != Uuid::ZERO && id.0[0] & 0xfc != 0xf8 {
-            return id;
-        }
+    #[test]
+    fn a_broker_that_leads_nothing_loses_nothing() {
+        let (state, _) = state_with_topic();
+        assert!(leadership_lost(&state, 6).is_empty());
+        assert!(leadership_lost(&state, 99).is_empty());
     }
-}
 
-fn new_cluster_id() -> String {
-    Uuid(random_bytes()).to_string()
-}
-
-fn random_bytes() -> [u8; 16] {
-    let mut bytes = [0u8; 16];
-    // getrandom(2) cannot fail for 16 bytes once the pool is initialised; fall back to the clock
-    // (ids need uniqueness, not secrecy) if it ever does.
-    if std::fs::File::open("/dev/urandom")
-        .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut bytes))
-        .is_err()
-    {
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_nanos())
-            .unwrap_or(0);
-        bytes = (nanos ^ (std::process::id() as u128) << 64).to_be_bytes();
+    #[test]
+    fn partitions_are_counted_per_hosting_broker() {
+        let (state, _) = state_with_topic();
+        let hosted = partitions_per_broker(&state);
+        assert_eq!(hosted.get(&4), Some(&2));
+        assert_eq!(hosted.get(&5), Some(&1));
+        assert_eq!(hosted.get(&6), Some(&1));
     }
-    bytes
 }

@@ -19,7 +19,8 @@ pub enum MetadataRecord {
         /// Id.
         topic_id: Uuid,
     },
-    /// A partition of a topic, with its placement.
+    /// A partition of a topic, with its placement (KRaft's PartitionRecord). Which shard of a
+    /// broker holds it is that broker's own choice, not metadata.
     Partition {
         /// Topic id.
         topic_id: Uuid,
@@ -27,12 +28,55 @@ pub enum MetadataRecord {
         partition: i32,
         /// Replica node ids.
         replicas: Vec<i32>,
-        /// Leader node id.
+        /// In-sync replica node ids.
+        isr: Vec<i32>,
+        /// Leader node id; -1 when no replica can lead.
         leader: i32,
         /// Leader epoch.
         leader_epoch: i32,
-        /// The shard on the leader that owns it, chosen once here.
-        shard: u16,
+    },
+    /// A partition's leader or ISR changed (KRaft's PartitionChangeRecord): a broker was
+    /// fenced or came back.
+    PartitionChange {
+        /// Topic id.
+        topic_id: Uuid,
+        /// Partition index.
+        partition: i32,
+        /// The new leader, -1 for none.
+        leader: i32,
+        /// The new leader epoch.
+        leader_epoch: i32,
+        /// The new ISR.
+        isr: Vec<i32>,
+    },
+    /// A broker registered (KRaft's RegisterBrokerRecord). It starts fenced.
+    RegisterBroker {
+        /// `node.id`.
+        broker_id: i32,
+        /// Random per process start: tells a restart from a duplicate.
+        incarnation_id: Uuid,
+        /// The registration's epoch: heartbeats must carry it.
+        broker_epoch: i64,
+        /// Advertised host of its client listener.
+        host: String,
+        /// Advertised port.
+        port: i32,
+        /// `broker.rack`.
+        rack: Option<String>,
+    },
+    /// A broker's session expired, or it asked to be fenced (KRaft's FenceBrokerRecord).
+    FenceBroker {
+        /// `node.id`.
+        broker_id: i32,
+        /// Its registration's epoch.
+        broker_epoch: i64,
+    },
+    /// A registered broker caught up with the metadata log (KRaft's UnfenceBrokerRecord).
+    UnfenceBroker {
+        /// `node.id`.
+        broker_id: i32,
+        /// Its registration's epoch.
+        broker_epoch: i64,
     },
     /// A topic config override.
     Config {
@@ -70,6 +114,12 @@ const CONFIG: u8 = 4;
 const REMOVE_TOPIC: u8 = 5;
 const PRODUCER_IDS: u8 = 7;
 const REMOVE_CONFIG: u8 = 6;
+const PARTITION_CHANGE: u8 = 8;
+const REGISTER_BROKER: u8 = 9;
+const FENCE_BROKER: u8 = 10;
+const UNFENCE_BROKER: u8 = 11;
+/// Records in one metadata log entry: a change is one entry, so it commits whole or not at all.
+const RECORDS_PER_ENTRY_MAX: usize = 1 << 20;
 
 /// Why a record could not be read.
 #[derive(Debug, thiserror::Error)]
@@ -93,20 +143,69 @@ impl MetadataRecord {
                 topic_id,
                 partition,
                 replicas,
+                isr,
                 leader,
                 leader_epoch,
-                shard,
             } => {
                 out.put_u8(PARTITION);
                 out.put_slice(&topic_id.0);
                 out.put_i32(*partition);
-                out.put_u16(replicas.len() as u16);
-                for r in replicas {
-                    out.put_i32(*r);
-                }
+                put_ids(out, replicas);
+                put_ids(out, isr);
                 out.put_i32(*leader);
                 out.put_i32(*leader_epoch);
-                out.put_u16(*shard);
+            }
+            MetadataRecord::PartitionChange {
+                topic_id,
+                partition,
+                leader,
+                leader_epoch,
+                isr,
+            } => {
+                out.put_u8(PARTITION_CHANGE);
+                out.put_slice(&topic_id.0);
+                out.put_i32(*partition);
+                out.put_i32(*leader);
+                out.put_i32(*leader_epoch);
+                put_ids(out, isr);
+            }
+            MetadataRecord::RegisterBroker {
+                broker_id,
+                incarnation_id,
+                broker_epoch,
+                host,
+                port,
+                rack,
+            } => {
+                out.put_u8(REGISTER_BROKER);
+                out.put_i32(*broker_id);
+                out.put_slice(&incarnation_id.0);
+                out.put_i64(*broker_epoch);
+                put_str(out, host);
+                out.put_i32(*port);
+                match rack {
+                    None => out.put_u8(0),
+                    Some(rack) => {
+                        out.put_u8(1);
+                        put_str(out, rack);
+                    }
+                }
+            }
+            MetadataRecord::FenceBroker {
+                broker_id,
+                broker_epoch,
+            } => {
+                out.put_u8(FENCE_BROKER);
+                out.put_i32(*broker_id);
+                out.put_i64(*broker_epoch);
+            }
+            MetadataRecord::UnfenceBroker {
+                broker_id,
+                broker_epoch,
+            } => {
+                out.put_u8(UNFENCE_BROKER);
+                out.put_i32(*broker_id);
+                out.put_i64(*broker_epoch);
             }
             MetadataRecord::Config {
                 topic_id,
@@ -145,23 +244,41 @@ impl MetadataRecord {
                 name: r.str()?,
                 topic_id: r.uuid()?,
             },
-            PARTITION => {
-                let topic_id = r.uuid()?;
-                let partition = r.i32()?;
-                let count = r.u16()? as usize;
-                let mut replicas = Vec::with_capacity(count.min(r.buf.len() / 4));
-                for _ in 0..count {
-                    replicas.push(r.i32()?);
-                }
-                MetadataRecord::Partition {
-                    topic_id,
-                    partition,
-                    replicas,
-                    leader: r.i32()?,
-                    leader_epoch: r.i32()?,
-                    shard: r.u16()?,
-                }
-            }
+            PARTITION => MetadataRecord::Partition {
+                topic_id: r.uuid()?,
+                partition: r.i32()?,
+                replicas: r.ids()?,
+                isr: r.ids()?,
+                leader: r.i32()?,
+                leader_epoch: r.i32()?,
+            },
+            PARTITION_CHANGE => MetadataRecord::PartitionChange {
+                topic_id: r.uuid()?,
+                partition: r.i32()?,
+                leader: r.i32()?,
+                leader_epoch: r.i32()?,
+                isr: r.ids()?,
+            },
+            REGISTER_BROKER => MetadataRecord::RegisterBroker {
+                broker_id: r.i32()?,
+                incarnation_id: r.uuid()?,
+                broker_epoch: r.i64()?,
+                host: r.str()?,
+                port: r.i32()?,
+                rack: match r.u8()? {
+                    0 => None,
+                    1 => Some(r.str()?),
+                    _ => return Err(RecordError("bad rack flag")),
+                },
+            },
+            FENCE_BROKER => MetadataRecord::FenceBroker {
+                broker_id: r.i32()?,
+                broker_epoch: r.i64()?,
+            },
+            UNFENCE_BROKER => MetadataRecord::UnfenceBroker {
+                broker_id: r.i32()?,
+                broker_epoch: r.i64()?,
+            },
             CONFIG => MetadataRecord::Config {
                 topic_id: r.uuid()?,
                 name: r.str()?,
@@ -183,6 +300,49 @@ impl MetadataRecord {
             return Err(RecordError("trailing bytes"));
         }
         Ok(record)
+    }
+}
+
+/// Encodes the records of one metadata log entry: `[count: u32]` then `[length: u32][record]`
+/// per record.
+pub fn encode_entry(records: &[MetadataRecord]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(64 * records.len());
+    out.put_u32(records.len() as u32);
+    let mut record_buf = Vec::new();
+    for record in records {
+        record_buf.clear();
+        record.encode(&mut record_buf);
+        out.put_u32(record_buf.len() as u32);
+        out.put_slice(&record_buf);
+    }
+    out
+}
+
+/// Decodes one metadata log entry written by `encode_entry`.
+pub fn decode_entry(buf: &[u8]) -> Result<Vec<MetadataRecord>, RecordError> {
+    let mut r = Reader { buf };
+    let count = r.u32()? as usize;
+    if count > RECORDS_PER_ENTRY_MAX {
+        return Err(RecordError("too many records in an entry"));
+    }
+    // Each record takes at least 5 bytes: bound the allocation by what the bytes can hold.
+    let mut records = Vec::with_capacity(count.min(r.buf.len() / 5));
+    for _ in 0..count {
+        let len = r.u32()? as usize;
+        records.push(MetadataRecord::decode(r.take(len)?)?);
+    }
+    if !r.buf.is_empty() {
+        return Err(RecordError("trailing bytes after the entry's records"));
+    }
+    Ok(records)
+}
+
+fn put_ids(out: &mut Vec<u8>, ids: &[i32]) {
+    // Replica lists are bounded by the broker count, far below u16::MAX.
+    let len = ids.len().min(u16::MAX as usize);
+    out.put_u16(len as u16);
+    for id in &ids[..len] {
+        out.put_i32(*id);
     }
 }
 
@@ -215,6 +375,20 @@ impl Reader<'_> {
     fn u16(&mut self) -> Result<u16, RecordError> {
         let b = self.take(2)?;
         Ok(u16::from_be_bytes([b[0], b[1]]))
+    }
+
+    fn u32(&mut self) -> Result<u32, RecordError> {
+        let b = self.take(4)?;
+        Ok(u32::from_be_bytes([b[0], b[1], b[2], b[3]]))
+    }
+
+    fn ids(&mut self) -> Result<Vec<i32>, RecordError> {
+        let count = self.u16()? as usize;
+        let mut ids = Vec::with_capacity(count.min(self.buf.len() / 4));
+        for _ in 0..count {
+            ids.push(self.i32()?);
+        }
+        Ok(ids)
     }
 
     fn i32(&mut self) -> Result<i32, RecordError> {
@@ -260,9 +434,40 @@ mod tests {
                 topic_id,
                 partition: 7,
                 replicas: vec![1, 2, 3],
+                isr: vec![2, 3],
                 leader: 2,
                 leader_epoch: 5,
-                shard: 3,
+            },
+            MetadataRecord::PartitionChange {
+                topic_id,
+                partition: 7,
+                leader: -1,
+                leader_epoch: 6,
+                isr: vec![3],
+            },
+            MetadataRecord::RegisterBroker {
+                broker_id: 4,
+                incarnation_id: Uuid::from_u128(99),
+                broker_epoch: 12,
+                host: "127.0.0.1".into(),
+                port: 19192,
+                rack: Some("r1".into()),
+            },
+            MetadataRecord::RegisterBroker {
+                broker_id: 5,
+                incarnation_id: Uuid::from_u128(98),
+                broker_epoch: 13,
+                host: "h".into(),
+                port: 1,
+                rack: None,
+            },
+            MetadataRecord::FenceBroker {
+                broker_id: 4,
+                broker_epoch: 12,
+            },
+            MetadataRecord::UnfenceBroker {
+                broker_id: 4,
+                broker_epoch: 12,
             },
             MetadataRecord::Config {
                 topic_id,
@@ -287,6 +492,21 @@ mod tests {
             record.encode(&mut buf);
             assert_eq!(MetadataRecord::decode(&buf).unwrap(), record);
         }
+    }
+
+    #[test]
+    fn entries_round_trip_and_truncations_fail() {
+        let records = samples();
+        let entry = encode_entry(&records);
+        assert_eq!(decode_entry(&entry).unwrap(), records);
+        assert_eq!(decode_entry(&encode_entry(&[])).unwrap(), vec![]);
+        for len in 0..entry.len() {
+            assert!(decode_entry(&entry[..len]).is_err());
+        }
+        // A count far beyond the bytes allocates nothing large and fails.
+        let mut huge = entry.clone();
+        huge[..4].copy_from_slice(&u32::MAX.to_be_bytes());
+        assert!(decode_entry(&huge).is_err());
     }
 
     #[test]

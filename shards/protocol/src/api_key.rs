@@ -1,9 +1,9 @@
 //! Kafka API keys, flexible-version boundaries and the ranges Sluice implements.
 
 use crate::messages::{
-    alter_configs, api_versions, create_topics, delete_groups, delete_records, delete_topics,
-    describe_cluster, describe_configs, describe_groups, fetch, find_coordinator, heartbeat,
-    incremental_alter_configs, init_producer_id, join_group, leave_group, list_groups,
+    alter_configs, api_versions, create_partitions, create_topics, delete_groups, delete_records,
+    delete_topics, describe_cluster, describe_configs, describe_groups, fetch, find_coordinator,
+    heartbeat, incremental_alter_configs, init_producer_id, join_group, leave_group, list_groups,
     list_offsets, metadata, offset_commit, offset_delete, offset_fetch, produce, sync_group,
 };
 
@@ -210,6 +210,11 @@ pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
         incremental_alter_configs::MAX_VERSION,
     ),
     (
+        ApiKey::CreatePartitions,
+        create_partitions::MIN_VERSION,
+        create_partitions::MAX_VERSION,
+    ),
+    (
         ApiKey::DeleteRecords,
         delete_records::MIN_VERSION,
         delete_records::MAX_VERSION,
@@ -290,6 +295,7 @@ pub fn flexible_min_version(api_key: i16) -> Option<i16> {
         ApiKey::DescribeConfigs => Some(describe_configs::FLEXIBLE_MIN_VERSION),
         ApiKey::AlterConfigs => Some(alter_configs::FLEXIBLE_MIN_VERSION),
         ApiKey::IncrementalAlterConfigs => Some(incremental_alter_configs::FLEXIBLE_MIN_VERSION),
+        ApiKey::CreatePartitions => Some(create_partitions::FLEXIBLE_MIN_VERSION),
         ApiKey::DeleteRecords => Some(delete_records::FLEXIBLE_MIN_VERSION),
         ApiKey::InitProducerId => Some(init_producer_id::FLEXIBLE_MIN_VERSION),
         ApiKey::OffsetCommit => Some(offset_commit::FLEXIBLE_MIN_VERSION),
@@ -346,5 +352,9 @@ mod tests {
         assert!(!ApiKey::OffsetCommit.supports(10));
         assert!(!ApiKey::JoinGroup.supports(1));
         assert!(!ApiKey::OffsetFetch.supports(0));
+        assert!(!is_flexible(37, 1));
+        assert!(is_flexible(37, 2));
+        assert!(ApiKey::CreatePartitions.supports(0) && ApiKey::CreatePartitions.supports(3));
+        assert!(!ApiKey::CreatePartitions.supports(4));
     }
 }

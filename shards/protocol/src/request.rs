@@ -11,6 +11,7 @@ use crate::error::{ProtocolError, Result};
 use crate::header::{response_header_version, RequestHeader, ResponseHeader};
 use crate::messages::alter_configs::{AlterConfigsRequest, AlterConfigsResponse};
 use crate::messages::api_versions::{self, ApiVersionsRequest, ApiVersionsResponse};
+use crate::messages::create_partitions::{CreatePartitionsRequest, CreatePartitionsResponse};
 use crate::messages::create_topics::{CreateTopicsRequest, CreateTopicsResponse};
 use crate::messages::delete_groups::{DeleteGroupsRequest, DeleteGroupsResponse};
 use crate::messages::delete_records::{DeleteRecordsRequest, DeleteRecordsResponse};
@@ -127,6 +128,7 @@ bodies! {
     AlterConfigs(AlterConfigsRequest, AlterConfigsResponse),
     IncrementalAlterConfigs(IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse),
     DeleteRecords(DeleteRecordsRequest, DeleteRecordsResponse),
+    CreatePartitions(CreatePartitionsRequest, CreatePartitionsResponse),
     InitProducerId(InitProducerIdRequest, InitProducerIdResponse),
     OffsetCommit(OffsetCommitRequest, OffsetCommitResponse),
     OffsetFetch(OffsetFetchRequest, OffsetFetchResponse),

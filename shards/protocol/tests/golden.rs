@@ -253,8 +253,8 @@ fn metadata_v9_response_uses_header_v1() {
 
 use sluice_protocol::decode_response;
 use sluice_protocol::messages::{
-    delete_groups as dg, describe_groups as dgr, find_coordinator as fc, heartbeat as hb,
-    join_group as jg, leave_group as lg, list_groups as lgr, offset_commit as oc,
+    create_partitions as cp, delete_groups as dg, describe_groups as dgr, find_coordinator as fc,
+    heartbeat as hb, join_group as jg, leave_group as lg, list_groups as lgr, offset_commit as oc,
     offset_delete as od, offset_fetch as of, sync_group as sg,
 };
 
@@ -1167,4 +1167,93 @@ fn offset_delete_v0() {
             }],
         }),
     );
+}
+
+#[test]
+fn create_partitions_v1_and_v3() {
+    let req = RequestBody::CreatePartitions(cp::CreatePartitionsRequest {
+        topics: vec![
+            cp::CreatePartitionsTopic {
+                name: "t".into(),
+                count: 4,
+                assignments: None,
+            },
+            cp::CreatePartitionsTopic {
+                name: "u".into(),
+                count: 3,
+                assignments: Some(vec![cp::CreatePartitionsAssignment {
+                    broker_ids: vec![1, 2],
+                }]),
+            },
+        ],
+        timeout_ms: 5000,
+        validate_only: true,
+    });
+    let b = cat(&[
+        &req_hdr(37, 1, 22, false),
+        &[0, 0, 0, 2], // topics: 2
+        &s16("t"),
+        &[0, 0, 0, 4],             // count 4
+        &[0xff, 0xff, 0xff, 0xff], // assignments: null
+        &s16("u"),
+        &[0, 0, 0, 3],                         // count 3
+        &[0, 0, 0, 1],                         // assignments: 1
+        &[0, 0, 0, 2, 0, 0, 0, 1, 0, 0, 0, 2], // broker_ids [1, 2]
+        &[0, 0, 0x13, 0x88],                   // timeout_ms 5000
+        &[0x01],                               // validate_only
+    ]);
+    check_request(frame(&b), header(37, 1, 22), req.clone());
+    let b = cat(&[
+        &req_hdr(37, 3, 23, true),
+        &[0x03], // topics: compact array of 2
+        &cs("t"),
+        &[0, 0, 0, 4],
+        &[0x00], // assignments: null (compact)
+        &[0x00], // topic tags
+        &cs("u"),
+        &[0, 0, 0, 3],
+        &[0x02],                               // assignments: 1
+        &[0x03, 0, 0, 0, 1, 0, 0, 0, 2, 0x00], // broker_ids [1, 2], assignment tags
+        &[0x00],                               // topic tags
+        &[0, 0, 0x13, 0x88, 0x01, 0x00],       // timeout_ms, validate_only, body tags
+    ]);
+    check_request(frame(&b), header(37, 3, 23), req);
+
+    let message = "Topic already has 3 partition(s).";
+    let resp = ResponseBody::CreatePartitions(cp::CreatePartitionsResponse {
+        throttle_time_ms: 0,
+        results: vec![
+            cp::CreatePartitionsTopicResult {
+                name: "t".into(),
+                error_code: 0,
+                error_message: None,
+            },
+            cp::CreatePartitionsTopicResult {
+                name: "u".into(),
+                error_code: 37, // INVALID_PARTITIONS
+                error_message: Some(message.into()),
+            },
+        ],
+    });
+    let body = cat(&[
+        &[0, 0, 0, 0], // throttle_time_ms
+        &[0, 0, 0, 2], // results: 2
+        &s16("t"),
+        &[0x00, 0x00, 0xff, 0xff], // error_code 0, error_message null
+        &s16("u"),
+        &[0x00, 0x25],
+        &s16(message),
+    ]);
+    check_response(body, 37, 1, false, resp.clone());
+    let body = cat(&[
+        &[0, 0, 0, 0],
+        &[0x03],
+        &cs("t"),
+        &[0x00, 0x00, 0x00, 0x00], // error_code 0, error_message null, result tags
+        &cs("u"),
+        &[0x00, 0x25],
+        &cs(message),
+        &[0x00, 0x00], // result tags, body tags
+    ]);
+    check_response(body, 37, 2, true, resp);
 }

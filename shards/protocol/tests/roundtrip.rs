@@ -43,10 +43,11 @@ fn requests_round_trip_every_version() {
     }
     // Then the group APIs: OffsetCommit 2-9, OffsetFetch 1-9, FindCoordinator 0-6,
     // JoinGroup 2-9, Heartbeat 0-4, LeaveGroup 0-5, SyncGroup 0-5, DescribeGroups 0-6,
-    // ListGroups 0-5, DeleteGroups 0-2, OffsetDelete 0.
+    // ListGroups 0-5, DeleteGroups 0-2, OffsetDelete 0; CreatePartitions 0-3 among the admin APIs.
     assert_eq!(
         n,
-        5 + 13
+        4 + 5
+            + 13
             + 9
             + 14
             + 9

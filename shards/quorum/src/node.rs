@@ -163,6 +163,15 @@ impl QuorumNode {
         Ok(stepped?)
     }
 
+    /// Starts an election now instead of after the election timeout: a single voter elects
+    /// itself at start-up without waiting (pre-vote first, as with a timeout).
+    pub fn campaign(&mut self) -> Result<()> {
+        self.check_idle()?;
+        let campaigned = self.raw.campaign();
+        self.after_state_change();
+        Ok(campaigned?)
+    }
+
     /// Proposes `data` as a new entry. Only the leader accepts (others answer `NotLeader`,
     /// KRaft's NOT_CONTROLLER: proposals are never forwarded). Accepted is not committed: the
     /// entry may still be lost to a new leader. It is committed when `persisted()` returns it.

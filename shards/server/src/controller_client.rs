@@ -2,9 +2,9 @@
 
 use futures_channel::oneshot;
 use sluice_shard::{
-    AllocateProducerIdsWork, AlterConfigsWork, CreateTopicsWork, CreatedTopic, DeleteTopicsWork,
-    DeletedTopic, MetadataError, NewTopic, ProducerIdBlock, ShardMessage, TopicConfigChanges,
-    TopicRef,
+    AllocateProducerIdsWork, AlterConfigsWork, CreatePartitionsWork, CreateTopicsWork,
+    CreatedTopic, DeleteTopicsWork, DeletedTopic, MetadataError, NewPartitions, NewTopic,
+    ProducerIdBlock, ShardMessage, TopicConfigChanges, TopicRef,
 };
 
 use crate::context::ShardContext;
@@ -39,6 +39,22 @@ pub async fn delete_topics(
         count,
     )
     .await
+}
+
+/// Asks the controller to add partitions to topics; one result per topic, in order.
+pub async fn create_partitions(
+    ctx: &ShardContext,
+    topics: Vec<NewPartitions>,
+    validate_only: bool,
+) -> Vec<Result<(), MetadataError>> {
+    let count = topics.len();
+    let (reply, done) = oneshot::channel();
+    let work = CreatePartitionsWork {
+        topics,
+        validate_only,
+        reply,
+    };
+    ask(ctx, ShardMessage::CreatePartitions(work), done, count).await
 }
 
 /// Asks the controller for a block of producer ids (durably claimed before it answers).

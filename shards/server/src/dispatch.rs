@@ -69,6 +69,9 @@ pub async fn dispatch(ctx: &ShardContext, frame: Bytes, client_host: &str) -> Ou
         RequestBody::IncrementalAlterConfigs(r) => ResponseBody::IncrementalAlterConfigs(
             handlers::incremental_alter_configs::handle(ctx, version, r).await,
         ),
+        RequestBody::CreatePartitions(r) => ResponseBody::CreatePartitions(
+            handlers::create_partitions::handle(ctx, version, r).await,
+        ),
         RequestBody::DeleteRecords(r) => {
             ResponseBody::DeleteRecords(handlers::delete_records::handle(ctx, version, r).await)
         }

@@ -63,6 +63,7 @@ pub fn metadata_error_code(error: &MetadataError) -> ErrorCode {
         MetadataError::InvalidTopic(_) => ErrorCode::INVALID_TOPIC_EXCEPTION,
         MetadataError::InvalidPartitions(_) => ErrorCode::INVALID_PARTITIONS,
         MetadataError::InvalidReplicationFactor(_) => ErrorCode::INVALID_REPLICATION_FACTOR,
+        MetadataError::InvalidReplicaAssignment(_) => ErrorCode::INVALID_REPLICA_ASSIGNMENT,
         MetadataError::InvalidConfig(_) => ErrorCode::INVALID_CONFIG,
         MetadataError::UnknownTopicOrPartition => ErrorCode::UNKNOWN_TOPIC_OR_PARTITION,
         MetadataError::UnknownTopicId => ErrorCode::UNKNOWN_TOPIC_ID,
@@ -70,6 +71,8 @@ pub fn metadata_error_code(error: &MetadataError) -> ErrorCode {
         MetadataError::Storage(_) => ErrorCode::KAFKA_STORAGE_ERROR,
         MetadataError::ControllerNotAvailable => ErrorCode::NOT_CONTROLLER,
         MetadataError::InvalidRequest(_) => ErrorCode::INVALID_REQUEST,
+        MetadataError::DuplicateBrokerRegistration(_) => ErrorCode::DUPLICATE_BROKER_REGISTRATION,
+        MetadataError::StaleBrokerEpoch => ErrorCode::STALE_BROKER_EPOCH,
     }
 }
 

@@ -301,7 +301,7 @@ impl GroupManager {
     // ---- ownership and loading --------------------------------------------------------------
 
     /// Follows a new metadata image: starts loading the partitions of `__consumer_offsets`
-    /// that arrived on this shard and unloads those that left.
+    /// this shard now leads and unloads those it no longer leads.
     pub fn on_metadata(&self, ctx: &ShardContext, image: &MetadataImage) {
         let Some(topic) = image.topic(GROUP_METADATA_TOPIC_NAME) else {
             self.state.borrow_mut().take();
@@ -330,7 +330,11 @@ impl GroupManager {
                 topic_id: topic.topic_id,
                 partition: p.partition,
             };
-            let here = image.shard_table.shard_of(&tp) == Some(ctx.shard_id);
+            // Coordinate only the partitions this broker leads: a partition whose leadership
+            // moved away (or was lost: leader -1 while this broker is fenced) is unloaded, as
+            // Kafka resigns its groups, and loaded again from the log when it comes back.
+            let here = image.shard_table.shard_of(&tp) == Some(ctx.shard_id)
+                && p.leader == image.local_node_id;
             let owned = self
                 .state
                 .borrow()

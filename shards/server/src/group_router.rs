@@ -1,46 +1,55 @@
 //! Sends group work to the group's coordinator: the shard that owns the group's partition of
-//! `__consumer_offsets` (this one or another, over the mesh). Creates `__consumer_offsets` the
-//! first time a coordinator is looked up, as Kafka does.
+//! `__consumer_offsets` (this one or another, over the mesh) when this broker leads that
+//! partition; otherwise the request is answered NOT_COORDINATOR. Creates `__consumer_offsets`
+//! the first time a coordinator is looked up, as Kafka does.
 
 use futures_channel::oneshot;
 use sluice_group::{partition_for_group, GroupError, GroupListing, GROUP_METADATA_TOPIC_NAME};
-use sluice_replica::TopicIdPartition;
 use sluice_shard::{
-    GroupRequest, GroupResponse, GroupWork, MetadataError, NewTopic, ShardId, ShardMessage,
+    GroupRequest, GroupResponse, GroupWork, MetadataError, MetadataImage, NewTopic, ShardId,
+    ShardMessage,
 };
 use tracing::warn;
 
 use crate::context::ShardContext;
-use crate::controller_client;
 use crate::util::join_all;
+use crate::{controller_client, leadership};
 
-/// The coordinator of `group_id`: its partition of `__consumer_offsets` and the shard owning
-/// it.
-pub fn coordinator_of(ctx: &ShardContext, group_id: &str) -> Result<(i32, ShardId), GroupError> {
+/// The partition of `__consumer_offsets` that holds `group_id` (Kafka's `partitionFor`).
+pub fn offsets_partition(image: &MetadataImage, group_id: &str) -> Result<i32, GroupError> {
     if group_id.is_empty() {
         return Err(GroupError::InvalidGroupId);
     }
-    let image = ctx.image();
     let topic = image
         .topic(GROUP_METADATA_TOPIC_NAME)
         .ok_or(GroupError::CoordinatorNotAvailable)?;
-    let partition = partition_for_group(group_id, topic.partitions.len() as i32);
-    let tp = TopicIdPartition {
-        topic_id: topic.topic_id,
-        partition,
-    };
-    let shard = image
-        .shard_table
-        .shard_of(&tp)
+    // An image never holds the topic without its partitions, but the hash below must not
+    // divide by zero whatever the image says.
+    if topic.partitions.is_empty() {
+        return Err(GroupError::CoordinatorNotAvailable);
+    }
+    Ok(partition_for_group(group_id, topic.partitions.len() as i32))
+}
+
+/// The shard of this broker that coordinates `group_id`. NOT_COORDINATOR when this broker does
+/// not lead the group's partition — another broker does, or none does — as Kafka answers
+/// group requests for a partition it has not loaded: the client looks the coordinator up
+/// again (FindCoordinator) and goes there.
+pub fn coordinator_shard(image: &MetadataImage, group_id: &str) -> Result<ShardId, GroupError> {
+    let partition = offsets_partition(image, group_id)?;
+    let topic = image
+        .topic(GROUP_METADATA_TOPIC_NAME)
         .ok_or(GroupError::CoordinatorNotAvailable)?;
-    Ok((partition, shard))
+    leadership::local_leader(image, topic, partition)
+        .map(|led| led.shard)
+        .map_err(|_| GroupError::NotCoordinator)
 }
 
 /// Serves `request` on its group's coordinator.
 pub async fn call(ctx: &ShardContext, request: GroupRequest) -> GroupResponse {
     let group_id = request.group_id().unwrap_or_default();
-    let shard = match coordinator_of(ctx, group_id) {
-        Ok((_, shard)) => shard,
+    let shard = match coordinator_shard(&ctx.image(), group_id) {
+        Ok(shard) => shard,
         Err(error) => return request.failed(error),
     };
     on_shard(ctx, shard, request).await
@@ -111,5 +120,64 @@ pub fn offsets_topic_spec(ctx: &ShardContext) -> NewTopic {
                 ctx.config.offsets_topic_segment_bytes.to_string(),
             ),
         ],
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use crate::leadership::tests::{cluster_image, topic, LOCAL, OTHER};
+
+    /// The first group id (of "g0", "g1", ...) whose partition is `partition` of `count`.
+    pub fn group_on(partition: i32, count: i32) -> String {
+        (0..)
+            .map(|i| format!("g{i}"))
+            .find(|g| partition_for_group(g, count) == partition)
+            .expect("some group id hashes to every partition")
+    }
+
+    /// The cluster image with `__consumer_offsets` (id 50): partition 0 led here, 1 by
+    /// `OTHER`, 2 leaderless.
+    pub fn image_with_offsets() -> MetadataImage {
+        let mut image = cluster_image();
+        image.put_topic(topic(
+            GROUP_METADATA_TOPIC_NAME,
+            50,
+            &[(LOCAL, LOCAL), (OTHER, OTHER), (-1, 3)],
+        ));
+        image
+    }
+
+    #[test]
+    fn groups_are_served_only_where_their_partition_is_led() {
+        let image = image_with_offsets();
+        assert_eq!(coordinator_shard(&image, &group_on(0, 3)), Ok(ShardId(0)));
+        assert_eq!(
+            coordinator_shard(&image, &group_on(1, 3)),
+            Err(GroupError::NotCoordinator)
+        );
+        assert_eq!(
+            coordinator_shard(&image, &group_on(2, 3)),
+            Err(GroupError::NotCoordinator)
+        );
+        assert_eq!(
+            coordinator_shard(&image, ""),
+            Err(GroupError::InvalidGroupId)
+        );
+    }
+
+    #[test]
+    fn no_offsets_topic_means_no_coordinator_yet() {
+        let image = cluster_image();
+        assert_eq!(
+            coordinator_shard(&image, "g"),
+            Err(GroupError::CoordinatorNotAvailable)
+        );
+        let mut image = cluster_image();
+        image.put_topic(topic(GROUP_METADATA_TOPIC_NAME, 50, &[]));
+        assert_eq!(
+            offsets_partition(&image, "g"),
+            Err(GroupError::CoordinatorNotAvailable)
+        );
     }
 }

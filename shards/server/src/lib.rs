@@ -14,6 +14,7 @@ mod error;
 mod group_manager;
 mod group_router;
 pub mod handlers;
+mod leadership;
 mod local;
 mod log_manager;
 mod producer_ids;

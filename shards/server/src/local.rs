@@ -123,11 +123,23 @@ pub async fn delete_records(
     join_all(deletions.collect()).await
 }
 
-/// Takes a new metadata image: opens the partitions it assigns to this shard, deletes the ones
-/// whose topic is gone, applies altered topic configs to the logs of the others (Kafka's
+/// Takes a new metadata image: opens the partitions it assigns to this shard (those with a
+/// replica on this broker, whoever leads them), deletes the ones whose topic is gone or that no
+/// longer have a replica here, applies altered topic configs to the logs of the others (Kafka's
 /// dynamic topic configs: the next append, roll and retention check use them), then makes the
 /// image visible to this shard's requests.
 pub async fn apply_metadata(ctx: &ShardContext, image: Arc<MetadataImage>) {
+    // The shard table holds the partitions with a replica on `image.local_node_id`. An image
+    // built for another node id (a bug where the image is made) would have this shard delete
+    // every log it hosts: say so, and delete nothing while it lasts.
+    let built_for_this_broker = image.local_node_id == ctx.config.node_id;
+    if !built_for_this_broker {
+        error!(
+            image_node_id = image.local_node_id,
+            node_id = ctx.config.node_id,
+            "metadata image built for another node id; no partition log is deleted"
+        );
+    }
     for tp in image.shard_table.partitions_of(ctx.shard_id) {
         if ctx.replicas.get(&tp).is_some() {
             continue;
@@ -150,6 +162,9 @@ pub async fn apply_metadata(ctx: &ShardContext, image: Arc<MetadataImage>) {
     }
     for partition in ctx.replicas.partitions() {
         if image.shard_table.shard_of(&partition.tp) != Some(ctx.shard_id) {
+            if !built_for_this_broker {
+                continue;
+            }
             info!(topic = %partition.topic, partition = partition.tp.partition, "partition no longer hosted here");
             if let Err(error) = ctx.replicas.delete_partition(&partition.tp).await {
                 error!(topic = %partition.topic, partition = partition.tp.partition, %error, "cannot delete partition log");

@@ -71,6 +71,7 @@ async fn handle(ctx: &ShardContext, message: ShardMessage) {
         }
         ShardMessage::CreateTopics(_)
         | ShardMessage::DeleteTopics(_)
+        | ShardMessage::CreatePartitions(_)
         | ShardMessage::AllocateProducerIds(_)
         | ShardMessage::AlterConfigs(_) => {
             error!(

@@ -28,7 +28,7 @@ pub struct BrokerImage {
 pub struct PartitionImage {
     /// Partition index.
     pub partition: i32,
-    /// Leader node id.
+    /// Leader node id; -1 when the partition has no leader (its broker is fenced or gone).
     pub leader: i32,
     /// Leader epoch.
     pub leader_epoch: i32,
@@ -36,7 +36,8 @@ pub struct PartitionImage {
     pub replicas: Vec<i32>,
     /// In-sync replica node ids.
     pub isr: Vec<i32>,
-    /// The shard that owns it on its leader, chosen once at creation and recorded.
+    /// The shard that owns it on the broker hosting it, chosen once at creation and recorded.
+    /// Meaningful only for partitions whose `replicas` contain this broker.
     pub shard: ShardId,
 }
 
@@ -53,7 +54,16 @@ pub struct TopicImage {
     pub configs: BTreeMap<String, String>,
 }
 
-/// Partition → owning shard, as every core holds it.
+impl TopicImage {
+    /// Partition `index`, if the topic has it (`partitions` is indexed by partition number).
+    pub fn partition(&self, index: i32) -> Option<&PartitionImage> {
+        let p = self.partitions.get(usize::try_from(index).ok()?)?;
+        (p.partition == index).then_some(p)
+    }
+}
+
+/// Partition → owning shard for the partitions that have data on this broker (those whose
+/// replicas include it), as every core holds it.
 #[derive(Clone, Debug, Default)]
 pub struct ShardTable {
     owners: HashMap<TopicIdPartition, ShardId>,
@@ -92,15 +102,20 @@ pub struct MetadataImage {
     pub offset: i64,
     /// The cluster id.
     pub cluster_id: String,
-    /// Node id of the active controller.
+    /// This broker's `node.id`. It decides which partitions enter `shard_table`, and the
+    /// filter is applied as topics are put: set it before the first `put_topic`.
+    pub local_node_id: i32,
+    /// Node id of the active controller. Clients are not told this id (see
+    /// `client_controller_id`).
     pub controller_id: i32,
-    /// Live brokers.
+    /// Live brokers (registered and unfenced), sorted by node id. This broker is missing from
+    /// it while fenced.
     pub brokers: Vec<BrokerImage>,
     /// Topics by name.
     pub topics: BTreeMap<String, Arc<TopicImage>>,
     /// Topic names by id.
     pub topic_names: HashMap<Uuid, String>,
-    /// Partition owners.
+    /// Owners of the partitions hosted on this broker.
     pub shard_table: ShardTable,
 }
 
@@ -117,9 +132,48 @@ impl MetadataImage {
             .and_then(|name| self.topics.get(name))
     }
 
-    /// Adds or replaces a topic, keeping the indexes in step.
+    /// The live broker `node_id`, if it is one.
+    pub fn broker(&self, node_id: i32) -> Option<&BrokerImage> {
+        self.brokers.iter().find(|b| b.node_id == node_id)
+    }
+
+    /// Whether `node_id` is a live broker.
+    pub fn is_live(&self, node_id: i32) -> bool {
+        self.broker(node_id).is_some()
+    }
+
+    /// The controller id told to clients (Metadata, DescribeCluster). As a KRaft broker in
+    /// Kafka, a live broker rather than the active controller, which clients cannot reach:
+    /// they send controller-bound requests to it and it forwards them. This broker when it is
+    /// live (no extra hop), else the lowest live id, else -1.
+    pub fn client_controller_id(&self) -> i32 {
+        if self.is_live(self.local_node_id) {
+            return self.local_node_id;
+        }
+        self.brokers.iter().map(|b| b.node_id).min().unwrap_or(-1)
+    }
+
+    /// Adds or replaces a topic, keeping the indexes in step. Only partitions with a replica
+    /// on this broker (`local_node_id`) enter the shard table: those are the ones with data
+    /// here, which the shards open.
     pub fn put_topic(&mut self, topic: TopicImage) {
+        // A replaced topic may have lost partitions here (or been recreated under a new id):
+        // drop its old entries before adding the new ones.
+        if let Some(old) = self.topics.get(&topic.name).cloned() {
+            for p in &old.partitions {
+                self.shard_table.owners.remove(&TopicIdPartition {
+                    topic_id: old.topic_id,
+                    partition: p.partition,
+                });
+            }
+            if old.topic_id != topic.topic_id {
+                self.topic_names.remove(&old.topic_id);
+            }
+        }
         for p in &topic.partitions {
+            if !p.replicas.contains(&self.local_node_id) {
+                continue;
+            }
             let tp = TopicIdPartition {
                 topic_id: topic.topic_id,
                 partition: p.partition,
@@ -145,19 +199,29 @@ impl MetadataImage {
 mod tests {
     use super::*;
 
+    /// This broker's node id in the tests.
+    const LOCAL: i32 = 1;
+
+    /// A topic whose partitions are all led by `LOCAL`, on the given shards.
     fn topic(name: &str, id: u128, shards: &[u16]) -> TopicImage {
+        let hosts: Vec<(i32, u16)> = shards.iter().map(|s| (LOCAL, *s)).collect();
+        topic_on(name, id, &hosts)
+    }
+
+    /// A topic with one replica per partition: (node id, shard on that node).
+    fn topic_on(name: &str, id: u128, hosts: &[(i32, u16)]) -> TopicImage {
         TopicImage {
             name: name.to_string(),
             topic_id: Uuid::from_u128(id),
-            partitions: shards
+            partitions: hosts
                 .iter()
                 .enumerate()
-                .map(|(i, s)| PartitionImage {
+                .map(|(i, (node, s))| PartitionImage {
                     partition: i as i32,
-                    leader: 1,
+                    leader: *node,
                     leader_epoch: 0,
-                    replicas: vec![1],
-                    isr: vec![1],
+                    replicas: vec![*node],
+                    isr: vec![*node],
                     shard: ShardId(*s),
                 })
                 .collect(),
@@ -165,17 +229,36 @@ mod tests {
         }
     }
 
+    fn local_image() -> MetadataImage {
+        MetadataImage {
+            local_node_id: LOCAL,
+            ..MetadataImage::default()
+        }
+    }
+
+    fn broker(node_id: i32) -> BrokerImage {
+        BrokerImage {
+            node_id,
+            host: format!("b{node_id}"),
+            port: 9092,
+            rack: None,
+        }
+    }
+
+    fn tp(id: u128, partition: i32) -> TopicIdPartition {
+        TopicIdPartition {
+            topic_id: Uuid::from_u128(id),
+            partition,
+        }
+    }
+
     #[test]
     fn shard_table_follows_topics_in_and_out() {
-        let mut image = MetadataImage::default();
+        let mut image = local_image();
         image.put_topic(topic("a", 1, &[0, 1, 1]));
         image.put_topic(topic("b", 2, &[1]));
         assert_eq!(image.shard_table.load(2), vec![1, 3]);
-        let tp = TopicIdPartition {
-            topic_id: Uuid::from_u128(1),
-            partition: 2,
-        };
-        assert_eq!(image.shard_table.shard_of(&tp), Some(ShardId(1)));
+        assert_eq!(image.shard_table.shard_of(&tp(1, 2)), Some(ShardId(1)));
         assert_eq!(
             image
                 .topic_by_id(&Uuid::from_u128(2))
@@ -183,8 +266,86 @@ mod tests {
             Some("b")
         );
         image.remove_topic("a");
-        assert_eq!(image.shard_table.shard_of(&tp), None);
+        assert_eq!(image.shard_table.shard_of(&tp(1, 2)), None);
         assert_eq!(image.shard_table.load(2), vec![0, 1]);
         assert!(image.topic_by_id(&Uuid::from_u128(1)).is_none());
+    }
+
+    #[test]
+    fn partitions_of_other_brokers_are_not_in_the_shard_table() {
+        let mut image = local_image();
+        image.put_topic(topic_on("a", 1, &[(LOCAL, 0), (2, 0), (3, 1), (LOCAL, 1)]));
+        assert_eq!(image.shard_table.shard_of(&tp(1, 0)), Some(ShardId(0)));
+        assert_eq!(image.shard_table.shard_of(&tp(1, 1)), None);
+        assert_eq!(image.shard_table.shard_of(&tp(1, 2)), None);
+        assert_eq!(image.shard_table.shard_of(&tp(1, 3)), Some(ShardId(1)));
+        let mut ours: Vec<i32> = (0..2)
+            .flat_map(|s| image.shard_table.partitions_of(ShardId(s)))
+            .map(|tp| tp.partition)
+            .collect();
+        ours.sort();
+        assert_eq!(ours, vec![0, 3]);
+        assert_eq!(image.shard_table.load(2), vec![1, 1]);
+        // Every partition is still described, wherever it lives.
+        assert_eq!(image.topic("a").map(|t| t.partitions.len()), Some(4));
+    }
+
+    #[test]
+    fn a_leaderless_partition_with_a_local_replica_stays_in_the_shard_table() {
+        let mut image = local_image();
+        let mut t = topic("a", 1, &[0]);
+        t.partitions[0].leader = -1;
+        image.put_topic(t);
+        assert_eq!(image.shard_table.shard_of(&tp(1, 0)), Some(ShardId(0)));
+    }
+
+    #[test]
+    fn replacing_a_topic_drops_partitions_that_left_this_broker() {
+        let mut image = local_image();
+        image.put_topic(topic("a", 1, &[0, 1]));
+        image.put_topic(topic_on("a", 1, &[(LOCAL, 0), (2, 1)]));
+        assert_eq!(image.shard_table.shard_of(&tp(1, 0)), Some(ShardId(0)));
+        assert_eq!(image.shard_table.shard_of(&tp(1, 1)), None);
+        // Recreated under a new id: the old id's entries and name index go.
+        image.put_topic(topic("a", 9, &[1]));
+        assert_eq!(image.shard_table.shard_of(&tp(1, 0)), None);
+        assert_eq!(image.shard_table.shard_of(&tp(9, 0)), Some(ShardId(1)));
+        assert!(image.topic_by_id(&Uuid::from_u128(1)).is_none());
+    }
+
+    #[test]
+    fn topic_partition_lookup_checks_the_index() {
+        let t = topic("a", 1, &[0, 0]);
+        assert_eq!(t.partition(1).map(|p| p.partition), Some(1));
+        assert!(t.partition(2).is_none());
+        assert!(t.partition(-1).is_none());
+    }
+
+    #[test]
+    fn clients_are_told_a_live_broker_as_controller() {
+        let mut image = MetadataImage {
+            local_node_id: 2,
+            controller_id: 3000,
+            brokers: vec![broker(1), broker(2), broker(3)],
+            ..MetadataImage::default()
+        };
+        assert_eq!(image.client_controller_id(), 2);
+        // Fenced: not among the live brokers, so the lowest live one.
+        image.brokers = vec![broker(3), broker(1)];
+        assert_eq!(image.client_controller_id(), 1);
+        image.brokers.clear();
+        assert_eq!(image.client_controller_id(), -1);
+    }
+
+    #[test]
+    fn live_brokers_are_looked_up_by_id() {
+        let image = MetadataImage {
+            brokers: vec![broker(1), broker(3)],
+            ..MetadataImage::default()
+        };
+        assert_eq!(image.broker(3).map(|b| b.host.as_str()), Some("b3"));
+        assert!(image.is_live(1));
+        assert!(!image.is_live(2));
+        assert!(!image.is_live(-1));
     }
 }

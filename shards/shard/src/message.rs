@@ -31,6 +31,8 @@ pub enum ShardMessage {
     CreateTopics(CreateTopicsWork),
     /// Controller: delete topics.
     DeleteTopics(DeleteTopicsWork),
+    /// Controller: add partitions to topics.
+    CreatePartitions(CreatePartitionsWork),
     /// Controller: allocate a block of producer ids for the sending shard.
     AllocateProducerIds(crate::AllocateProducerIdsWork),
     /// Controller: alter topic configs.
@@ -59,6 +61,7 @@ impl ShardMessage {
             ShardMessage::ListOffsets(_) => "list_offsets",
             ShardMessage::CreateTopics(_) => "create_topics",
             ShardMessage::DeleteTopics(_) => "delete_topics",
+            ShardMessage::CreatePartitions(_) => "create_partitions",
             ShardMessage::AllocateProducerIds(_) => "allocate_producer_ids",
             ShardMessage::AlterConfigs(_) => "alter_configs",
             ShardMessage::DeleteRecords(_) => "delete_records",
@@ -149,6 +152,28 @@ pub struct CreateTopicsWork {
     pub reply: Reply<Vec<Result<CreatedTopic, MetadataError>>>,
 }
 
+/// A topic to grow (CreatePartitions, KIP-195).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NewPartitions {
+    /// The topic's name.
+    pub name: String,
+    /// The partition count wanted: the total, not the increase.
+    pub count: i32,
+    /// The replicas of each new partition, in partition order; `None` lets the controller
+    /// place them.
+    pub assignments: Option<Vec<Vec<i32>>>,
+}
+
+/// Controller work: add partitions to topics.
+pub struct CreatePartitionsWork {
+    /// The topics.
+    pub topics: Vec<NewPartitions>,
+    /// Only check, change nothing.
+    pub validate_only: bool,
+    /// One result per topic, in order.
+    pub reply: Reply<Vec<Result<(), MetadataError>>>,
+}
+
 /// A topic named by name or by id.
 #[derive(Clone, Debug)]
 pub enum TopicRef {
@@ -190,6 +215,9 @@ pub enum MetadataError {
     /// Bad replication factor.
     #[error("invalid replication factor: {0}")]
     InvalidReplicationFactor(String),
+    /// A manual replica assignment Kafka refuses (unknown or repeated brokers, wrong count).
+    #[error("invalid replica assignment: {0}")]
+    InvalidReplicaAssignment(String),
     /// Bad topic config.
     #[error("invalid config: {0}")]
     InvalidConfig(String),
@@ -211,4 +239,12 @@ pub enum MetadataError {
     /// A request Kafka refuses as malformed (duplicate keys, null values, unknown operations).
     #[error("invalid request: {0}")]
     InvalidRequest(String),
+    /// Another incarnation of this broker id is registered and its session has not expired
+    /// (Kafka's DUPLICATE_BROKER_REGISTRATION).
+    #[error("broker {0} is already registered by another incarnation")]
+    DuplicateBrokerRegistration(i32),
+    /// A heartbeat with an epoch that is not the broker's current registration (Kafka's
+    /// STALE_BROKER_EPOCH): the broker must register again.
+    #[error("stale broker epoch")]
+    StaleBrokerEpoch,
 }

@@ -4,10 +4,10 @@
 
 use bytes::Bytes;
 use sluice_protocol::messages::{
-    alter_configs as acf, api_versions, create_topics as ct, delete_records as dr,
-    delete_topics as dt, describe_cluster as dc, describe_configs as dcf, fetch,
-    incremental_alter_configs as iac, init_producer_id as ipi, list_offsets as lo, metadata as md,
-    produce,
+    alter_configs as acf, api_versions, create_partitions as cp, create_topics as ct,
+    delete_records as dr, delete_topics as dt, describe_cluster as dc, describe_configs as dcf,
+    fetch, incremental_alter_configs as iac, init_producer_id as ipi, list_offsets as lo,
+    metadata as md, produce,
 };
 use sluice_protocol::messages::{
     delete_groups as dg, describe_groups as dgr, find_coordinator as fc, heartbeat as hb,
@@ -51,6 +51,7 @@ pub fn request(key: ApiKey, v: i16) -> RequestBody {
             RequestBody::IncrementalAlterConfigs(incremental_alter_configs_request(v))
         }
         ApiKey::DeleteRecords => RequestBody::DeleteRecords(delete_records_request(v)),
+        ApiKey::CreatePartitions => RequestBody::CreatePartitions(create_partitions_request(v)),
         ApiKey::InitProducerId => RequestBody::InitProducerId(init_producer_id_request(v)),
         ApiKey::OffsetCommit => RequestBody::OffsetCommit(offset_commit_request(v)),
         ApiKey::OffsetFetch => RequestBody::OffsetFetch(offset_fetch_request(v)),
@@ -83,6 +84,7 @@ pub fn response(key: ApiKey, v: i16) -> ResponseBody {
             ResponseBody::IncrementalAlterConfigs(incremental_alter_configs_response(v))
         }
         ApiKey::DeleteRecords => ResponseBody::DeleteRecords(delete_records_response(v)),
+        ApiKey::CreatePartitions => ResponseBody::CreatePartitions(create_partitions_response(v)),
         ApiKey::InitProducerId => ResponseBody::InitProducerId(init_producer_id_response(v)),
         ApiKey::OffsetCommit => ResponseBody::OffsetCommit(offset_commit_response(v)),
         ApiKey::OffsetFetch => ResponseBody::OffsetFetch(offset_fetch_response(v)),
@@ -489,6 +491,53 @@ fn create_topics_response(v: i16) -> ct::CreateTopicsResponse {
     ct::CreateTopicsResponse {
         throttle_time_ms: 2,
         topics: vec![ok, failed],
+    }
+}
+
+fn create_partitions_request(v: i16) -> cp::CreatePartitionsRequest {
+    cp::CreatePartitionsRequest {
+        topics: vec![
+            cp::CreatePartitionsTopic {
+                name: "orders".into(),
+                count: 12,
+                assignments: None,
+            },
+            cp::CreatePartitionsTopic {
+                name: "manual".into(),
+                count: 3,
+                assignments: Some(vec![
+                    cp::CreatePartitionsAssignment {
+                        broker_ids: vec![1, 2],
+                    },
+                    cp::CreatePartitionsAssignment { broker_ids: vec![] },
+                ]),
+            },
+            cp::CreatePartitionsTopic {
+                name: "none".into(),
+                count: 2,
+                assignments: Some(vec![]),
+            },
+        ],
+        timeout_ms: 30_000 + i32::from(v),
+        validate_only: v % 2 == 1,
+    }
+}
+
+fn create_partitions_response(v: i16) -> cp::CreatePartitionsResponse {
+    cp::CreatePartitionsResponse {
+        throttle_time_ms: i32::from(v),
+        results: vec![
+            cp::CreatePartitionsTopicResult {
+                name: "orders".into(),
+                error_code: 0,
+                error_message: None,
+            },
+            cp::CreatePartitionsTopicResult {
+                name: "manual".into(),
+                error_code: 37,
+                error_message: Some("Topic already has 3 partition(s).".into()),
+            },
+        ],
     }
 }
 

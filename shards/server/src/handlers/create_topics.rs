@@ -101,15 +101,17 @@ fn new_topic(ctx: &ShardContext, topic: &CreatableTopic) -> Result<NewTopic, Met
         }
         num_partitions = topic.assignments.len() as i32;
         replication_factor = topic.assignments[0].broker_ids.len() as i16;
-        let node_id = ctx.config.node_id;
-        if topic
+        // Every named broker must be one the cluster knows (the image lists the live ones).
+        let image = ctx.image();
+        if let Some(unknown) = topic
             .assignments
             .iter()
-            .any(|a| a.broker_ids.iter().any(|b| *b != node_id))
+            .flat_map(|a| a.broker_ids.iter())
+            .find(|b| !image.is_live(**b))
         {
-            return Err(MetadataError::InvalidReplicationFactor(
-                "replica assignment names a broker that does not exist".to_string(),
-            ));
+            return Err(MetadataError::InvalidReplicationFactor(format!(
+                "replica assignment names broker {unknown}, which is not a live broker"
+            )));
         }
     }
     if num_partitions == -1 {

@@ -13,17 +13,20 @@ use sluice_protocol::error::ErrorCode;
 use sluice_protocol::messages::fetch::{
     self as msg, FetchRequest, FetchResponse, FetchableTopicResponse, PartitionData,
 };
-use sluice_replica::{FetchPartitionData, TopicIdPartition};
-use sluice_shard::{FetchPartitionRequest, MetadataImage, ShardId};
+use sluice_replica::FetchPartitionData;
+use sluice_shard::{FetchPartitionRequest, MetadataImage, ShardId, TopicImage};
 
 use crate::context::ShardContext;
 use crate::error::PartitionError;
-use crate::router;
+use crate::{leadership, router};
 
 super::served_versions!(msg);
 
 /// Fetch version from which topics are named by id.
 const TOPIC_ID_MIN_VERSION: i16 = 13;
+/// Fetch version from which a NOT_LEADER_OR_FOLLOWER answer names the current leader and its
+/// endpoint (KIP-951; Kafka fills them from v16, the version that added `NodeEndpoints`).
+const CURRENT_LEADER_MIN_VERSION: i16 = 16;
 /// `isolation_level` READ_COMMITTED.
 const READ_COMMITTED: i8 = 1;
 /// The longest a fetch may wait, whatever it asks (Kafka bounds it by the request timeout).
@@ -57,7 +60,7 @@ pub async fn handle(
     let share = partition_share(&request);
     let wanted = resolve(&image, version, &request, share);
     let results = long_poll(ctx, &request, &wanted).await;
-    Ok(build_response(version, &request, &wanted, results))
+    Ok(build_response(&image, version, &request, &wanted, results))
 }
 
 /// Each partition's share of the request's `max_bytes`. Partitions are read in parallel on
@@ -78,31 +81,23 @@ fn resolve(
 ) -> Vec<Wanted> {
     let mut wanted = Vec::new();
     for (topic_index, topic) in request.topics.iter().enumerate() {
-        let found = if version >= TOPIC_ID_MIN_VERSION {
-            image
-                .topic_by_id(&topic.topic_id)
-                .ok_or(ErrorCode::UNKNOWN_TOPIC_ID)
+        let unknown = if version >= TOPIC_ID_MIN_VERSION {
+            ErrorCode::UNKNOWN_TOPIC_ID
         } else {
-            image
-                .topic(&topic.topic)
-                .ok_or(ErrorCode::UNKNOWN_TOPIC_OR_PARTITION)
+            ErrorCode::UNKNOWN_TOPIC_OR_PARTITION
         };
+        let found = requested_topic(image, version, topic).ok_or(unknown);
         for p in &topic.partitions {
             let route = found.and_then(|t| {
-                let tp = TopicIdPartition {
-                    topic_id: t.topic_id,
-                    partition: p.partition,
-                };
-                let shard = image
-                    .shard_table
-                    .shard_of(&tp)
-                    .ok_or(ErrorCode::UNKNOWN_TOPIC_OR_PARTITION)?;
+                // Kafka's ReplicaManager: a partition this broker does not lead is refused
+                // (NOT_LEADER_OR_FOLLOWER) before anything about the read is looked at.
+                let led = leadership::local_leader(image, t, p.partition)?;
                 let max_bytes = usize::try_from(p.partition_max_bytes)
                     .map_err(|_| ErrorCode::INVALID_FETCH_SIZE)?;
                 Ok((
-                    shard,
+                    led.shard,
                     FetchPartitionRequest {
-                        tp,
+                        tp: led.tp,
                         fetch_offset: p.fetch_offset,
                         max_bytes: max_bytes.min(share),
                         min_one_message: true,
@@ -117,6 +112,20 @@ fn resolve(
         }
     }
     wanted
+}
+
+/// The topic a request names: by id from v13, by name before.
+fn requested_topic<'i>(
+    image: &'i MetadataImage,
+    version: i16,
+    topic: &msg::FetchTopic,
+) -> Option<&'i TopicImage> {
+    let found = if version >= TOPIC_ID_MIN_VERSION {
+        image.topic_by_id(&topic.topic_id)
+    } else {
+        image.topic(&topic.topic)
+    };
+    found.map(|t| &**t)
 }
 
 /// Reads until `min_bytes` are there, an error shows, or the deadline passes.
@@ -177,6 +186,7 @@ async fn read_all(
 }
 
 fn build_response(
+    image: &MetadataImage,
     version: i16,
     request: &FetchRequest,
     wanted: &[Wanted],
@@ -203,9 +213,10 @@ fn build_response(
     // so that one batch larger than the limit still gets through).
     let mut budget = request.max_bytes.max(0) as usize;
     let mut returned_any = false;
+    let mut node_endpoints = Vec::new();
     let read_committed = request.isolation_level == READ_COMMITTED;
     for (w, result) in wanted.iter().zip(results) {
-        let partition = match (&w.route, result) {
+        let mut partition = match (&w.route, result) {
             (Err(code), _) => error_partition(w.partition, *code),
             (Ok(_), None) => error_partition(w.partition, ErrorCode::UNKNOWN_SERVER_ERROR),
             (Ok(_), Some(Err(error))) => error_partition(w.partition, error.error_code()),
@@ -229,6 +240,18 @@ fn build_response(
                 }
             }
         };
+        // As Kafka's KafkaApis: point the client at the leader it should fetch from.
+        if version >= CURRENT_LEADER_MIN_VERSION
+            && partition.error_code == ErrorCode::NOT_LEADER_OR_FOLLOWER.0
+        {
+            let topic = request
+                .topics
+                .get(w.topic_index)
+                .and_then(|t| requested_topic(image, version, t));
+            let (leader, endpoint) = leadership::current_leader(image, topic, w.partition);
+            partition.current_leader = leader;
+            leadership::add_endpoint(&mut node_endpoints, endpoint);
+        }
         responses[w.topic_index].partitions.push(partition);
     }
     FetchResponse {
@@ -236,7 +259,7 @@ fn build_response(
         error_code: ErrorCode::NONE.0,
         session_id: 0,
         responses,
-        ..FetchResponse::default()
+        node_endpoints,
     }
 }
 
@@ -258,5 +281,127 @@ fn top_level_error(code: ErrorCode) -> FetchResponse {
         error_code: code.0,
         session_id: 0,
         ..FetchResponse::default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use sluice_protocol::messages::fetch::{FetchPartition, FetchTopic, LeaderIdAndEpoch};
+
+    use super::*;
+    use crate::leadership::tests::{cluster_image, single_node_image, OTHER};
+
+    fn request(version: i16, partitions: &[i32]) -> FetchRequest {
+        let image = cluster_image();
+        let topic_id = image.topic("t").map(|t| t.topic_id).unwrap_or(Uuid::ZERO);
+        FetchRequest {
+            topics: vec![FetchTopic {
+                topic: if version < TOPIC_ID_MIN_VERSION {
+                    "t".to_string()
+                } else {
+                    String::new()
+                },
+                topic_id: if version >= TOPIC_ID_MIN_VERSION {
+                    topic_id
+                } else {
+                    Uuid::ZERO
+                },
+                partitions: partitions
+                    .iter()
+                    .map(|p| FetchPartition {
+                        partition: *p,
+                        partition_max_bytes: 1 << 20,
+                        ..FetchPartition::default()
+                    })
+                    .collect(),
+            }],
+            ..FetchRequest::default()
+        }
+    }
+
+    fn codes(wanted: &[Wanted]) -> Vec<ErrorCode> {
+        wanted
+            .iter()
+            .map(|w| w.route.map_or_else(|code| code, |_| ErrorCode::NONE))
+            .collect()
+    }
+
+    #[test]
+    fn only_partitions_led_here_are_read() {
+        let image = cluster_image();
+        for version in [12, 13, 17] {
+            let wanted = resolve(
+                &image,
+                version,
+                &request(version, &[0, 1, 2, 3, 4]),
+                1 << 20,
+            );
+            assert_eq!(
+                codes(&wanted),
+                vec![
+                    ErrorCode::NONE,
+                    ErrorCode::NOT_LEADER_OR_FOLLOWER,
+                    ErrorCode::NOT_LEADER_OR_FOLLOWER,
+                    ErrorCode::NOT_LEADER_OR_FOLLOWER,
+                    ErrorCode::UNKNOWN_TOPIC_OR_PARTITION,
+                ],
+                "version {version}"
+            );
+        }
+    }
+
+    #[test]
+    fn single_node_reads_every_partition() {
+        let image = single_node_image();
+        let mut req = request(12, &[0, 1]);
+        req.topics[0].partitions[1].partition_max_bytes = -1;
+        let wanted = resolve(&image, 12, &req, 1 << 20);
+        assert_eq!(
+            codes(&wanted),
+            vec![ErrorCode::NONE, ErrorCode::INVALID_FETCH_SIZE]
+        );
+    }
+
+    /// Builds the answer for partitions that all failed routing (nothing was read).
+    fn answer(version: i16, partitions: &[i32]) -> FetchResponse {
+        let image = cluster_image();
+        let req = request(version, partitions);
+        let wanted = resolve(&image, version, &req, 1 << 20);
+        let results = wanted.iter().map(|_| None).collect();
+        build_response(&image, version, &req, &wanted, results)
+    }
+
+    #[test]
+    fn not_leader_answers_name_the_leader_from_v16() {
+        let response = answer(16, &[1, 2]);
+        let partitions = &response.responses[0].partitions;
+        assert_eq!(
+            partitions[0].error_code,
+            ErrorCode::NOT_LEADER_OR_FOLLOWER.0
+        );
+        assert_eq!(
+            partitions[0].current_leader,
+            LeaderIdAndEpoch {
+                leader_id: OTHER,
+                leader_epoch: 5
+            }
+        );
+        assert_eq!(
+            partitions[1].current_leader,
+            LeaderIdAndEpoch {
+                leader_id: -1,
+                leader_epoch: 5
+            }
+        );
+        let endpoints: Vec<i32> = response.node_endpoints.iter().map(|e| e.node_id).collect();
+        assert_eq!(endpoints, vec![OTHER]);
+
+        let old = answer(15, &[1, 2]);
+        assert!(old.node_endpoints.is_empty());
+        assert!(old.responses[0]
+            .partitions
+            .iter()
+            .all(|p| p.error_code == ErrorCode::NOT_LEADER_OR_FOLLOWER.0
+                && p.current_leader == LeaderIdAndEpoch::default()));
     }
 }

@@ -7,7 +7,7 @@ use sluice_protocol::error::ErrorCode;
 use sluice_protocol::messages::find_coordinator::{
     self as msg, Coordinator, FindCoordinatorRequest, FindCoordinatorResponse,
 };
-use sluice_replica::TopicIdPartition;
+use sluice_shard::{BrokerImage, MetadataImage};
 
 use crate::context::ShardContext;
 use crate::error::group_error_code;
@@ -72,23 +72,8 @@ async fn find(ctx: &ShardContext, key_type: i8, key: String) -> Coordinator {
     if let Err(error) = group_router::ensure_offsets_topic(ctx).await {
         return failed(key, group_error_code(&error));
     }
-    let partition = match group_router::coordinator_of(ctx, &key) {
-        Ok((partition, _)) => partition,
-        Err(error) => return failed(key, group_error_code(&error)),
-    };
-    let image = ctx.image();
-    let leader = image
-        .topic(sluice_group::GROUP_METADATA_TOPIC_NAME)
-        .and_then(|t| {
-            let tp = TopicIdPartition {
-                topic_id: t.topic_id,
-                partition,
-            };
-            debug_assert!(image.shard_table.shard_of(&tp).is_some());
-            t.partitions.get(partition as usize).map(|p| p.leader)
-        });
-    match leader.and_then(|l| image.brokers.iter().find(|b| b.node_id == l)) {
-        Some(broker) => Coordinator {
+    match coordinator(&ctx.image(), &key) {
+        Ok(broker) => Coordinator {
             key,
             node_id: broker.node_id,
             host: broker.host.clone(),
@@ -96,6 +81,73 @@ async fn find(ctx: &ShardContext, key_type: i8, key: String) -> Coordinator {
             error_code: 0,
             error_message: None,
         },
-        None => failed(key, ErrorCode::COORDINATOR_NOT_AVAILABLE),
+        Err(code) => failed(key, code),
+    }
+}
+
+/// The broker coordinating `group_id`: the leader of its partition of `__consumer_offsets`,
+/// this broker or another, as Kafka's `getCoordinator` finds it. COORDINATOR_NOT_AVAILABLE
+/// (retriable) when that partition has no live leader.
+fn coordinator<'i>(image: &'i MetadataImage, group_id: &str) -> Result<&'i BrokerImage, ErrorCode> {
+    let partition =
+        group_router::offsets_partition(image, group_id).map_err(|e| group_error_code(&e))?;
+    image
+        .topic(sluice_group::GROUP_METADATA_TOPIC_NAME)
+        .and_then(|t| t.partition(partition))
+        .and_then(|p| image.broker(p.leader))
+        .ok_or(ErrorCode::COORDINATOR_NOT_AVAILABLE)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::group_router::tests::{group_on, image_with_offsets};
+    use crate::leadership::tests::{cluster_image, single_node_image, LOCAL, OTHER};
+
+    #[test]
+    fn the_coordinator_is_the_leader_of_the_group_partition() {
+        let image = image_with_offsets();
+        let here = coordinator(&image, &group_on(0, 3)).expect("led here");
+        assert_eq!(here.node_id, LOCAL);
+        let there = coordinator(&image, &group_on(1, 3)).expect("led by another broker");
+        assert_eq!(
+            (there.node_id, there.host.as_str(), there.port),
+            (OTHER, "broker-2", 9092)
+        );
+    }
+
+    #[test]
+    fn a_leaderless_group_partition_has_no_coordinator() {
+        let image = image_with_offsets();
+        assert_eq!(
+            coordinator(&image, &group_on(2, 3)).map(|b| b.node_id),
+            Err(ErrorCode::COORDINATOR_NOT_AVAILABLE)
+        );
+    }
+
+    #[test]
+    fn no_offsets_topic_or_group_id() {
+        assert_eq!(
+            coordinator(&cluster_image(), "g").map(|b| b.node_id),
+            Err(ErrorCode::COORDINATOR_NOT_AVAILABLE)
+        );
+        assert_eq!(
+            coordinator(&image_with_offsets(), "").map(|b| b.node_id),
+            Err(ErrorCode::INVALID_GROUP_ID)
+        );
+    }
+
+    #[test]
+    fn single_node_coordinates_every_group() {
+        let mut image = single_node_image();
+        image.put_topic(crate::leadership::tests::topic(
+            sluice_group::GROUP_METADATA_TOPIC_NAME,
+            50,
+            &[(LOCAL, LOCAL), (LOCAL, LOCAL)],
+        ));
+        for partition in 0..2 {
+            let broker = coordinator(&image, &group_on(partition, 2)).expect("led here");
+            assert_eq!(broker.node_id, LOCAL);
+        }
     }
 }

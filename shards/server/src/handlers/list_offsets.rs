@@ -7,10 +7,10 @@ use sluice_protocol::messages::list_offsets::{
     ListOffsetsTopicResponse,
 };
 use sluice_replica::TopicIdPartition;
-use sluice_shard::ShardId;
+use sluice_shard::{MetadataImage, ShardId};
 
 use crate::context::ShardContext;
-use crate::router;
+use crate::{leadership, router};
 
 super::served_versions!(msg);
 
@@ -25,24 +25,12 @@ pub async fn handle(
     let mut plan: Vec<Vec<Result<(usize, i32), ErrorCode>>> =
         Vec::with_capacity(request.topics.len());
     for topic in &request.topics {
-        let found = image.topic(&topic.name);
         let mut topic_plan = Vec::with_capacity(topic.partitions.len());
         for p in &topic.partitions {
-            let slot = found
-                .and_then(|t| {
-                    let tp = TopicIdPartition {
-                        topic_id: t.topic_id,
-                        partition: p.partition_index,
-                    };
-                    let shard = image.shard_table.shard_of(&tp)?;
-                    let epoch = t
-                        .partitions
-                        .get(p.partition_index as usize)
-                        .map(|x| x.leader_epoch)?;
-                    routed.push((shard, (tp, p.timestamp)));
-                    Some((routed.len() - 1, epoch))
-                })
-                .ok_or(ErrorCode::UNKNOWN_TOPIC_OR_PARTITION);
+            let slot = locate(&image, &topic.name, p.partition_index).map(|(shard, tp, epoch)| {
+                routed.push((shard, (tp, p.timestamp)));
+                (routed.len() - 1, epoch)
+            });
             topic_plan.push(slot);
         }
         plan.push(topic_plan);
@@ -80,5 +68,51 @@ pub async fn handle(
     ListOffsetsResponse {
         throttle_time_ms: 0,
         topics,
+    }
+}
+
+/// Where one partition's lookup runs: its owner shard, its id and its leader epoch. As Kafka's
+/// ReplicaManager: unknown partitions are UNKNOWN_TOPIC_OR_PARTITION, partitions this broker
+/// does not lead NOT_LEADER_OR_FOLLOWER.
+fn locate(
+    image: &MetadataImage,
+    topic: &str,
+    partition: i32,
+) -> Result<(ShardId, TopicIdPartition, i32), ErrorCode> {
+    let led = leadership::local_leader_by_name(image, topic, partition)?;
+    Ok((led.shard, led.tp, led.partition.leader_epoch))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::leadership::tests::{cluster_image, single_node_image};
+
+    fn code(image: &MetadataImage, topic: &str, partition: i32) -> ErrorCode {
+        locate(image, topic, partition).map_or_else(|code| code, |_| ErrorCode::NONE)
+    }
+
+    #[test]
+    fn only_partitions_led_here_are_looked_up() {
+        let image = cluster_image();
+        assert_eq!(
+            locate(&image, "t", 0).map(|(shard, _, epoch)| (shard, epoch)),
+            Ok((ShardId(0), 5))
+        );
+        for partition in [1, 2, 3] {
+            assert_eq!(
+                code(&image, "t", partition),
+                ErrorCode::NOT_LEADER_OR_FOLLOWER
+            );
+        }
+        assert_eq!(code(&image, "t", 4), ErrorCode::UNKNOWN_TOPIC_OR_PARTITION);
+        assert_eq!(code(&image, "u", 0), ErrorCode::UNKNOWN_TOPIC_OR_PARTITION);
+    }
+
+    #[test]
+    fn single_node_looks_up_every_partition() {
+        let image = single_node_image();
+        assert_eq!(code(&image, "t", 0), ErrorCode::NONE);
+        assert_eq!(code(&image, "t", 1), ErrorCode::NONE);
     }
 }

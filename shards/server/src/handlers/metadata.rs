@@ -7,7 +7,7 @@ use sluice_protocol::messages::metadata::{
     self as msg, MetadataRequest, MetadataResponse, MetadataResponseBroker,
     MetadataResponsePartition, MetadataResponseTopic,
 };
-use sluice_shard::{MetadataError, MetadataImage, NewTopic, TopicImage};
+use sluice_shard::{MetadataError, MetadataImage, NewTopic, PartitionImage, TopicImage};
 use tracing::warn;
 
 use super::AUTHORIZED_OPERATIONS_OMITTED;
@@ -31,18 +31,19 @@ pub async fn handle(
         None => image
             .topics
             .values()
-            .map(|t| describe_topic(t, &image))
+            .map(|t| describe_topic(t, &image, version))
             .collect(),
         Some(wanted) => wanted
             .iter()
-            .map(|w| lookup(&image, w.name.as_deref(), &w.topic_id))
+            .map(|w| lookup(&image, version, w.name.as_deref(), &w.topic_id))
             .collect(),
     };
     MetadataResponse {
         throttle_time_ms: 0,
         brokers: brokers(&image),
         cluster_id: Some(image.cluster_id.clone()),
-        controller_id: image.controller_id,
+        // A live broker, not the active controller (see `client_controller_id`).
+        controller_id: image.client_controller_id(),
         topics,
         cluster_authorized_operations: AUTHORIZED_OPERATIONS_OMITTED,
     }
@@ -96,6 +97,7 @@ fn sluice_controller_name_ok(name: &str) -> bool {
             .all(|c| c.is_ascii_alphanumeric() || c == '.' || c == '_' || c == '-')
 }
 
+/// The live brokers: a fenced or unregistered broker is not offered to clients.
 fn brokers(image: &MetadataImage) -> Vec<MetadataResponseBroker> {
     image
         .brokers
@@ -109,13 +111,18 @@ fn brokers(image: &MetadataImage) -> Vec<MetadataResponseBroker> {
         .collect()
 }
 
-fn lookup(image: &MetadataImage, name: Option<&str>, topic_id: &Uuid) -> MetadataResponseTopic {
+fn lookup(
+    image: &MetadataImage,
+    version: i16,
+    name: Option<&str>,
+    topic_id: &Uuid,
+) -> MetadataResponseTopic {
     let found = match name {
         Some(name) => image.topic(name),
         None => image.topic_by_id(topic_id),
     };
     match found {
-        Some(topic) => describe_topic(topic, image),
+        Some(topic) => describe_topic(topic, image, version),
         None => {
             let error = match name {
                 Some(name) if !sluice_controller_name_ok(name) => {
@@ -135,7 +142,11 @@ fn lookup(image: &MetadataImage, name: Option<&str>, topic_id: &Uuid) -> Metadat
     }
 }
 
-fn describe_topic(topic: &TopicImage, _image: &MetadataImage) -> MetadataResponseTopic {
+fn describe_topic(
+    topic: &TopicImage,
+    image: &MetadataImage,
+    version: i16,
+) -> MetadataResponseTopic {
     MetadataResponseTopic {
         error_code: ErrorCode::NONE.0,
         name: Some(topic.name.clone()),
@@ -144,16 +155,196 @@ fn describe_topic(topic: &TopicImage, _image: &MetadataImage) -> MetadataRespons
         partitions: topic
             .partitions
             .iter()
-            .map(|p| MetadataResponsePartition {
-                error_code: ErrorCode::NONE.0,
-                partition_index: p.partition,
-                leader_id: p.leader,
-                leader_epoch: p.leader_epoch,
-                replica_nodes: p.replicas.clone(),
-                isr_nodes: p.isr.clone(),
-                offline_replicas: Vec::new(),
-            })
+            .map(|p| describe_partition(p, image, version))
             .collect(),
         topic_authorized_operations: AUTHORIZED_OPERATIONS_OMITTED,
+    }
+}
+
+/// One partition as Kafka's KRaft metadata cache describes it (`getPartitionMetadata`):
+/// replicas on brokers that are not live are offline; a leader that is not a live broker (-1
+/// included) is shown as -1 with LEADER_NOT_AVAILABLE, so the client retries the metadata
+/// rather than sending to it. Version 0 lists only live replicas and reports missing ones with
+/// REPLICA_NOT_AVAILABLE (Kafka's `errorUnavailableEndpoints`).
+fn describe_partition(
+    p: &PartitionImage,
+    image: &MetadataImage,
+    version: i16,
+) -> MetadataResponsePartition {
+    let live = |ids: &[i32]| -> Vec<i32> {
+        ids.iter()
+            .copied()
+            .filter(|id| image.is_live(*id))
+            .collect()
+    };
+    let offline_replicas: Vec<i32> = p
+        .replicas
+        .iter()
+        .copied()
+        .filter(|id| !image.is_live(*id))
+        .collect();
+    let (replica_nodes, isr_nodes) = if version == 0 {
+        (live(&p.replicas), live(&p.isr))
+    } else {
+        (p.replicas.clone(), p.isr.clone())
+    };
+    let (error, leader_id) = if !image.is_live(p.leader) {
+        (ErrorCode::LEADER_NOT_AVAILABLE, -1)
+    } else if replica_nodes.len() < p.replicas.len() || isr_nodes.len() < p.isr.len() {
+        (ErrorCode::REPLICA_NOT_AVAILABLE, p.leader)
+    } else {
+        (ErrorCode::NONE, p.leader)
+    };
+    MetadataResponsePartition {
+        error_code: error.0,
+        partition_index: p.partition,
+        leader_id,
+        leader_epoch: p.leader_epoch,
+        replica_nodes,
+        isr_nodes,
+        offline_replicas,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::leadership::tests::{cluster_image, single_node_image, LOCAL, OTHER};
+
+    /// (error, leader, epoch, replicas, isr, offline) of each partition of "t".
+    type Row = (ErrorCode, i32, i32, Vec<i32>, Vec<i32>, Vec<i32>);
+
+    fn rows(image: &MetadataImage, version: i16) -> Vec<Row> {
+        let topic = image.topic("t").expect("topic t");
+        describe_topic(topic, image, version)
+            .partitions
+            .into_iter()
+            .map(|p| {
+                (
+                    ErrorCode(p.error_code),
+                    p.leader_id,
+                    p.leader_epoch,
+                    p.replica_nodes,
+                    p.isr_nodes,
+                    p.offline_replicas,
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn partitions_show_their_leaders_and_offline_replicas() {
+        let image = cluster_image();
+        assert_eq!(
+            rows(&image, 12),
+            vec![
+                (ErrorCode::NONE, LOCAL, 5, vec![LOCAL], vec![LOCAL], vec![]),
+                (ErrorCode::NONE, OTHER, 5, vec![OTHER], vec![OTHER], vec![]),
+                // Leaderless, its replica on fenced broker 3.
+                (
+                    ErrorCode::LEADER_NOT_AVAILABLE,
+                    -1,
+                    5,
+                    vec![3],
+                    vec![],
+                    vec![3]
+                ),
+                // Leaderless with its replica on this (live) broker.
+                (
+                    ErrorCode::LEADER_NOT_AVAILABLE,
+                    -1,
+                    5,
+                    vec![LOCAL],
+                    vec![],
+                    vec![]
+                ),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_leader_that_is_not_live_is_not_offered() {
+        let mut image = cluster_image();
+        // The leader field still names fenced broker 3 (the controller has not moved it yet).
+        let mut topic = (**image.topic("t").expect("topic t")).clone();
+        topic.partitions[2].leader = 3;
+        image.put_topic(topic);
+        let row = &rows(&image, 12)[2];
+        assert_eq!((row.0, row.1), (ErrorCode::LEADER_NOT_AVAILABLE, -1));
+    }
+
+    #[test]
+    fn version_0_lists_live_replicas_only() {
+        let mut image = cluster_image();
+        let mut topic = (**image.topic("t").expect("topic t")).clone();
+        topic.partitions[0].replicas = vec![LOCAL, 3];
+        topic.partitions[0].isr = vec![LOCAL, 3];
+        image.put_topic(topic);
+        assert_eq!(
+            rows(&image, 1)[0],
+            (
+                ErrorCode::NONE,
+                LOCAL,
+                5,
+                vec![LOCAL, 3],
+                vec![LOCAL, 3],
+                vec![3]
+            )
+        );
+        assert_eq!(
+            rows(&image, 0)[0],
+            (
+                ErrorCode::REPLICA_NOT_AVAILABLE,
+                LOCAL,
+                5,
+                vec![LOCAL],
+                vec![LOCAL],
+                vec![3]
+            )
+        );
+        assert_eq!(
+            rows(&image, 0)[2],
+            (
+                ErrorCode::LEADER_NOT_AVAILABLE,
+                -1,
+                5,
+                vec![],
+                vec![],
+                vec![3]
+            )
+        );
+    }
+
+    #[test]
+    fn single_node_answers_as_before() {
+        let image = single_node_image();
+        for version in [0, 1, 12] {
+            assert_eq!(
+                rows(&image, version),
+                vec![
+                    (ErrorCode::NONE, LOCAL, 5, vec![LOCAL], vec![LOCAL], vec![]),
+                    (ErrorCode::NONE, LOCAL, 5, vec![LOCAL], vec![LOCAL], vec![]),
+                ]
+            );
+        }
+        let ids: Vec<i32> = brokers(&image).iter().map(|b| b.node_id).collect();
+        assert_eq!(ids, vec![LOCAL]);
+        assert_eq!(image.client_controller_id(), LOCAL);
+    }
+
+    #[test]
+    fn brokers_are_the_live_ones() {
+        let image = cluster_image();
+        let brokers: Vec<(i32, String, i32)> = brokers(&image)
+            .into_iter()
+            .map(|b| (b.node_id, b.host, b.port))
+            .collect();
+        assert_eq!(
+            brokers,
+            vec![
+                (LOCAL, "broker-1".to_string(), 9091),
+                (OTHER, "broker-2".to_string(), 9092)
+            ]
+        );
     }
 }

@@ -3,6 +3,7 @@
 
 pub mod alter_configs;
 pub mod api_versions;
+pub mod create_partitions;
 pub mod create_topics;
 pub mod delete_groups;
 pub mod delete_records;
@@ -76,6 +77,7 @@ pub const REGISTRY: &[HandlerEntry] = &[
     alter_configs::ENTRY,
     incremental_alter_configs::ENTRY,
     delete_records::ENTRY,
+    create_partitions::ENTRY,
     offset_commit::ENTRY,
     offset_fetch::ENTRY,
     find_coordinator::ENTRY,

@@ -18,7 +18,7 @@ use sluice_shard::{MetadataImage, ShardId};
 use super::metadata::default_new_topic;
 use crate::context::ShardContext;
 use crate::error::PartitionError;
-use crate::{controller_client, router};
+use crate::{controller_client, leadership, router};
 
 super::served_versions!(msg);
 
@@ -39,7 +39,7 @@ enum Slot {
 /// Answers Produce; `None` for acks=0, which gets no response.
 pub async fn handle(
     ctx: &ShardContext,
-    _version: i16,
+    version: i16,
     request: ProduceRequest,
 ) -> Option<ProduceResponse> {
     let acks = request.acks;
@@ -55,11 +55,11 @@ pub async fn handle(
                 Slot::Failed(ErrorCode::INVALID_REQUIRED_ACKS, None)
             } else {
                 match route(
-                    ctx,
                     &image,
                     &topic.name,
                     partition.index,
                     partition.records.as_ref(),
+                    ctx.config.message_max_bytes as usize,
                 ) {
                     Ok(item) => {
                         routed.push(item);
@@ -86,20 +86,33 @@ pub async fn handle(
     if acks == 0 {
         return None;
     }
-    Some(build_response(&request, slots, &results))
+    Some(build_response(&image, version, &request, slots, &results))
 }
 
-/// Resolves and validates one partition's records.
+/// Resolves and validates one partition's records, in Kafka's order: the partition must be
+/// known (KafkaApis), the request well formed (`ProduceRequest.validateRecords`: exactly one
+/// batch of magic 2), the topic not internal and the partition led here (ReplicaManager), and
+/// only then is the batch itself checked (size, CRC, offsets, timestamps: the leader's
+/// LogValidator). So a broker that does not lead the partition answers NOT_LEADER_OR_FOLLOWER
+/// whatever the batch holds, and the client learns of a bad batch from the leader.
 fn route(
-    ctx: &ShardContext,
     image: &MetadataImage,
     topic_name: &str,
     partition: i32,
     records: Option<&Bytes>,
+    default_max_message_bytes: usize,
 ) -> Result<Routed, Refusal> {
     let topic = image
         .topic(topic_name)
         .ok_or((ErrorCode::UNKNOWN_TOPIC_OR_PARTITION, None))?;
+    if topic.partition(partition).is_none() {
+        return Err((ErrorCode::UNKNOWN_TOPIC_OR_PARTITION, None));
+    }
+    let records = records.ok_or((
+        ErrorCode::INVALID_RECORD,
+        Some("records are null".to_string()),
+    ))?;
+    let batch = single_batch(records)?;
     // Kafka: clients never write to the group coordinator's internal topic.
     if topic_name == sluice_group::GROUP_METADATA_TOPIC_NAME {
         return Err((
@@ -107,32 +120,19 @@ fn route(
             Some(format!("cannot append to internal topic {topic_name}")),
         ));
     }
-    let tp = TopicIdPartition {
-        topic_id: topic.topic_id,
-        partition,
-    };
-    let shard = image
-        .shard_table
-        .shard_of(&tp)
-        .ok_or((ErrorCode::UNKNOWN_TOPIC_OR_PARTITION, None))?;
+    let led = leadership::local_leader(image, topic, partition).map_err(|code| (code, None))?;
     let max_message_bytes = topic
         .configs
         .get("max.message.bytes")
         .and_then(|v| v.parse::<usize>().ok())
-        .unwrap_or(ctx.config.message_max_bytes as usize);
-    let records = records.ok_or((
-        ErrorCode::INVALID_RECORD,
-        Some("records are null".to_string()),
-    ))?;
-    validate_records(records, max_message_bytes)?;
-    Ok((shard, (tp, records.clone())))
+        .unwrap_or(default_max_message_bytes);
+    validate_batch(&batch, max_message_bytes)?;
+    Ok((led.shard, (led.tp, records.clone())))
 }
 
-/// Exactly one valid magic-2 batch within the size limit.
-fn validate_records(
-    records: &Bytes,
-    max_message_bytes: usize,
-) -> Result<(), (ErrorCode, Option<String>)> {
+/// The one batch a partition's records must be since Produce v3 (Kafka's
+/// `ProduceRequest.validateRecords`), framed and of magic 2.
+fn single_batch(records: &Bytes) -> Result<Bytes, Refusal> {
     let mut batches = RecordBatches::new(records.clone());
     let first = batches.next().ok_or((
         ErrorCode::INVALID_RECORD,
@@ -145,6 +145,12 @@ fn validate_records(
             Some("produce requests of version 3 or later must carry exactly one record batch per partition".to_string()),
         ));
     }
+    Ok(batch)
+}
+
+/// What the leader checks before appending: size within `max.message.bytes`, then CRC, record
+/// count and offsets, and timestamps.
+fn validate_batch(batch: &Bytes, max_message_bytes: usize) -> Result<(), Refusal> {
     if batch.len() > max_message_bytes {
         return Err((
             ErrorCode::MESSAGE_TOO_LARGE,
@@ -154,7 +160,7 @@ fn validate_records(
             )),
         ));
     }
-    let header = validate_produce_batch(&batch).map_err(batch_error)?;
+    let header = validate_produce_batch(batch).map_err(batch_error)?;
     if header.max_timestamp < -1 || header.base_timestamp < -1 {
         return Err((
             ErrorCode::INVALID_TIMESTAMP,
@@ -185,11 +191,18 @@ async fn create_in_background(ctx: &ShardContext, mut names: Vec<String>) {
     let _ = controller_client::create_topics(ctx, topics, false).await;
 }
 
+/// Produce version from which a NOT_LEADER_OR_FOLLOWER answer names the current leader and
+/// its endpoint (KIP-951).
+const CURRENT_LEADER_MIN_VERSION: i16 = 10;
+
 fn build_response(
+    image: &MetadataImage,
+    version: i16,
     request: &ProduceRequest,
     slots: Vec<Vec<Slot>>,
     results: &[Result<LogAppendInfo, PartitionError>],
 ) -> ProduceResponse {
+    let mut node_endpoints = Vec::new();
     let responses = request
         .topic_data
         .iter()
@@ -200,7 +213,22 @@ fn build_response(
                 .partition_data
                 .iter()
                 .zip(topic_slots)
-                .map(|(partition, slot)| partition_response(partition.index, slot, results))
+                .map(|(partition, slot)| {
+                    let mut response = partition_response(partition.index, slot, results);
+                    // As Kafka's KafkaApis: point the client at the leader it should retry on.
+                    if version >= CURRENT_LEADER_MIN_VERSION
+                        && response.error_code == ErrorCode::NOT_LEADER_OR_FOLLOWER.0
+                    {
+                        let (leader, endpoint) = leadership::current_leader(
+                            image,
+                            image.topic(&topic.name).map(|t| &**t),
+                            partition.index,
+                        );
+                        response.current_leader = leader;
+                        leadership::add_endpoint(&mut node_endpoints, endpoint);
+                    }
+                    response
+                })
                 .collect(),
             ..TopicProduceResponse::default()
         })
@@ -208,7 +236,7 @@ fn build_response(
     ProduceResponse {
         responses,
         throttle_time_ms: 0,
-        ..ProduceResponse::default()
+        node_endpoints,
     }
 }
 
@@ -239,5 +267,218 @@ fn partition_response(
             },
             Err(error) => failed(error.error_code(), Some(error.to_string())),
         },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use sluice_protocol::messages::produce::{
+        LeaderIdAndEpoch, PartitionProduceData, TopicProduceData,
+    };
+    use sluice_protocol::record_batch::RecordBatchBuilder;
+
+    use super::*;
+    use crate::leadership::tests::{cluster_image, single_node_image, topic, OTHER};
+
+    const MAX: usize = 1 << 20;
+
+    fn batch() -> Bytes {
+        RecordBatchBuilder::new(1_700_000_000_000)
+            .record(Some(b"k"), Some(b"v"))
+            .build()
+    }
+
+    /// A batch whose CRC does not match (the last byte of the record is covered by it).
+    fn corrupt_batch() -> Bytes {
+        let mut bytes = batch().to_vec();
+        if let Some(last) = bytes.last_mut() {
+            *last ^= 0xff;
+        }
+        Bytes::from(bytes)
+    }
+
+    fn code(result: Result<Routed, Refusal>) -> ErrorCode {
+        match result {
+            Ok(_) => ErrorCode::NONE,
+            Err((code, _)) => code,
+        }
+    }
+
+    #[test]
+    fn partitions_led_elsewhere_are_refused_before_the_batch_is_checked() {
+        let image = cluster_image();
+        let good = batch();
+        let bad = corrupt_batch();
+        let routed = route(&image, "t", 0, Some(&good), MAX).expect("led here");
+        assert_eq!(routed.0, ShardId(0));
+        assert_eq!(
+            code(route(&image, "t", 0, Some(&bad), MAX)),
+            ErrorCode::CORRUPT_MESSAGE
+        );
+        for partition in [1, 2, 3] {
+            assert_eq!(
+                code(route(&image, "t", partition, Some(&good), MAX)),
+                ErrorCode::NOT_LEADER_OR_FOLLOWER
+            );
+            // The leader checks the batch; a broker that does not lead it sends the client on.
+            assert_eq!(
+                code(route(&image, "t", partition, Some(&bad), MAX)),
+                ErrorCode::NOT_LEADER_OR_FOLLOWER
+            );
+            assert_eq!(
+                code(route(&image, "t", partition, Some(&good), 1)),
+                ErrorCode::NOT_LEADER_OR_FOLLOWER
+            );
+        }
+        assert_eq!(
+            code(route(&image, "t", 4, Some(&good), MAX)),
+            ErrorCode::UNKNOWN_TOPIC_OR_PARTITION
+        );
+        assert_eq!(
+            code(route(&image, "nope", 0, Some(&good), MAX)),
+            ErrorCode::UNKNOWN_TOPIC_OR_PARTITION
+        );
+    }
+
+    #[test]
+    fn a_malformed_request_is_refused_before_leadership() {
+        let image = cluster_image();
+        let mut two = batch().to_vec();
+        two.extend_from_slice(&batch());
+        let two = Bytes::from(two);
+        assert_eq!(
+            code(route(&image, "t", 1, Some(&two), MAX)),
+            ErrorCode::INVALID_RECORD
+        );
+        assert_eq!(
+            code(route(&image, "t", 1, None, MAX)),
+            ErrorCode::INVALID_RECORD
+        );
+    }
+
+    #[test]
+    fn the_internal_topic_is_refused_before_leadership() {
+        let mut image = cluster_image();
+        image.put_topic(topic(
+            sluice_group::GROUP_METADATA_TOPIC_NAME,
+            9,
+            &[(OTHER, OTHER)],
+        ));
+        let good = batch();
+        let name = sluice_group::GROUP_METADATA_TOPIC_NAME;
+        assert_eq!(
+            code(route(&image, name, 0, Some(&good), MAX)),
+            ErrorCode::INVALID_TOPIC_EXCEPTION
+        );
+        assert_eq!(
+            code(route(&image, name, 1, Some(&good), MAX)),
+            ErrorCode::UNKNOWN_TOPIC_OR_PARTITION
+        );
+    }
+
+    #[test]
+    fn single_node_routes_every_partition() {
+        let image = single_node_image();
+        let good = batch();
+        for partition in [0, 1] {
+            assert_eq!(
+                code(route(&image, "t", partition, Some(&good), MAX)),
+                ErrorCode::NONE
+            );
+        }
+        assert_eq!(
+            code(route(&image, "t", 0, Some(&good), 10)),
+            ErrorCode::MESSAGE_TOO_LARGE
+        );
+    }
+
+    fn request(partitions: &[i32]) -> ProduceRequest {
+        ProduceRequest {
+            transactional_id: None,
+            acks: -1,
+            timeout_ms: 1000,
+            topic_data: vec![TopicProduceData {
+                name: "t".to_string(),
+                partition_data: partitions
+                    .iter()
+                    .map(|index| PartitionProduceData {
+                        index: *index,
+                        records: None,
+                    })
+                    .collect(),
+                ..TopicProduceData::default()
+            }],
+        }
+    }
+
+    fn not_leader() -> Slot {
+        Slot::Failed(ErrorCode::NOT_LEADER_OR_FOLLOWER, None)
+    }
+
+    #[test]
+    fn not_leader_answers_name_the_leader_from_v10() {
+        let image = cluster_image();
+        let request = request(&[1, 2, 1]);
+        let response = build_response(
+            &image,
+            10,
+            &request,
+            vec![vec![not_leader(), not_leader(), not_leader()]],
+            &[],
+        );
+        let partitions = &response.responses[0].partition_responses;
+        assert_eq!(
+            partitions[0].current_leader,
+            LeaderIdAndEpoch {
+                leader_id: OTHER,
+                leader_epoch: 5
+            }
+        );
+        assert_eq!(
+            partitions[1].current_leader,
+            LeaderIdAndEpoch {
+                leader_id: -1,
+                leader_epoch: 5
+            }
+        );
+        let endpoints: Vec<(i32, &str, i32)> = response
+            .node_endpoints
+            .iter()
+            .map(|e| (e.node_id, e.host.as_str(), e.port))
+            .collect();
+        assert_eq!(endpoints, vec![(OTHER, "broker-2", 9092)]);
+
+        let old = build_response(
+            &image,
+            9,
+            &request,
+            vec![vec![not_leader(), not_leader(), not_leader()]],
+            &[],
+        );
+        assert!(old.node_endpoints.is_empty());
+        assert!(old.responses[0]
+            .partition_responses
+            .iter()
+            .all(|p| p.current_leader == LeaderIdAndEpoch::default()));
+    }
+
+    #[test]
+    fn other_errors_name_no_leader() {
+        let image = cluster_image();
+        let response = build_response(
+            &image,
+            11,
+            &request(&[1]),
+            vec![vec![Slot::Failed(
+                ErrorCode::UNKNOWN_TOPIC_OR_PARTITION,
+                None,
+            )]],
+            &[],
+        );
+        assert_eq!(
+            response.responses[0].partition_responses[0].current_leader,
+            LeaderIdAndEpoch::default()
+        );
+        assert!(response.node_endpoints.is_empty());
     }
 }

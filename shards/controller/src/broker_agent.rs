@@ -1,0 +1,574 @@
+//! The broker side of the cluster metadata, on the controller executor of a broker process:
+//! KRaft's BrokerLifecycleManager (register, heartbeat, fenced until caught up), its
+//! MetadataLoader/Publisher (follow the committed metadata log, rebuild the image, hand it to
+//! every shard), and its forwarding manager (admin changes from the shards go to the active
+//! controller, and are answered once this broker's own image shows them).
+
+use std::cell::{Cell, RefCell};
+use std::rc::Rc;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use futures_channel::oneshot;
+use glommio::channels::channel_mesh::Receivers;
+use sluice_protocol::codec::Uuid;
+use sluice_shard::{Envelope, MetadataError, ShardId, ShardMesh, ShardMessage};
+use tracing::{debug, error, info, warn};
+
+use crate::metadata_state::MetadataState;
+use crate::quorum_controller::QuorumController;
+use crate::records::decode_entry;
+use crate::rpc::{ControllerRequest, ControllerResponse};
+use crate::rpc_net::RpcClient;
+
+/// How long a forwarded change or a lifecycle call may take before the shard is told the
+/// controller is not available (the client retries).
+const CALL_DEADLINE: Duration = Duration::from_secs(10);
+/// One RPC's timeout: a dead controller is given up on after this.
+const RPC_TIMEOUT: Duration = Duration::from_secs(3);
+/// Pause before retrying another controller.
+const RETRY_BACKOFF: Duration = Duration::from_millis(50);
+/// A fetch waits this long on the controller for new entries.
+const FETCH_MAX_WAIT_MS: u32 = 500;
+/// Bytes of entries per fetch answer.
+const FETCH_BYTES_MAX: u32 = 1 << 20;
+/// How long a stopping broker waits for the controller to fence it.
+const CONTROLLED_SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(2);
+/// While fenced, heartbeat this often, so that the broker is unfenced as soon as it caught up.
+const FENCED_HEARTBEAT_INTERVAL: Duration = Duration::from_millis(50);
+
+/// What the agent needs from the configuration.
+#[derive(Clone, Debug)]
+pub struct AgentSettings {
+    /// `node.id`.
+    pub node_id: i32,
+    /// Advertised client host.
+    pub host: String,
+    /// Advertised client port.
+    pub port: i32,
+    /// `broker.rack`.
+    pub rack: Option<String>,
+    /// `broker.heartbeat.interval.ms`.
+    pub heartbeat_interval: Duration,
+    /// Data shards in this process.
+    pub shard_count: usize,
+}
+
+/// How this broker reaches the active controller.
+pub enum ControllerLink {
+    /// The controller of this same process, the single local voter (no network).
+    Local(Rc<QuorumController>),
+    /// The voters over the controller listener.
+    Remote {
+        /// Node id and client per voter.
+        voters: Vec<(i32, RpcClient)>,
+        /// Index in `voters` tried first: the last known leader.
+        target: Cell<usize>,
+    },
+}
+
+impl ControllerLink {
+    /// The voters, each with its address.
+    pub fn remote(voters: Vec<(i32, std::net::SocketAddr)>) -> ControllerLink {
+        ControllerLink::Remote {
+            voters: voters
+                .into_iter()
+                .map(|(id, addr)| (id, RpcClient::new(addr, 64)))
+                .collect(),
+            target: Cell::new(0),
+        }
+    }
+
+    /// One call to one controller (the current target). Returns the voter index asked.
+    async fn call_once(&self, request: &ControllerRequest) -> (usize, Option<ControllerResponse>) {
+        match self {
+            ControllerLink::Local(controller) => {
+                (0, controller.serve_in_process(request.clone()).await)
+            }
+            ControllerLink::Remote { voters, target } => {
+                let asked = target.get() % voters.len();
+                let (id, client) = &voters[asked];
+                match client.call(request, RPC_TIMEOUT).await {
+                    Ok(response) => (asked, Some(response)),
+                    Err(error) => {
+                        debug!(controller = id, %error, "controller call failed");
+                        (asked, None)
+                    }
+                }
+            }
+        }
+    }
+
+    /// After voter `asked` could not serve a call: move to the hinted leader, or to the voter
+    /// after `asked` — unless a concurrent caller has moved the target already (several callers
+    /// failing on one dead voter must not step past the live ones together).
+    fn retarget(&self, asked: usize, leader_hint: i32) {
+        if let ControllerLink::Remote { voters, target } = self {
+            let hinted = voters.iter().position(|(id, _)| *id == leader_hint);
+            match hinted {
+                Some(i) if leader_hint >= 0 && i != asked => target.set(i),
+                _ if target.get() % voters.len() == asked => target.set((asked + 1) % voters.len()),
+                _ => {}
+            }
+        }
+    }
+
+    /// Calls until a controller that may answer it does: writes go to the active controller
+    /// (NotController moves on to its hint), fetches to any voter.
+    pub async fn call(
+        &self,
+        request: &ControllerRequest,
+    ) -> Result<ControllerResponse, MetadataError> {
+        let deadline = Instant::now() + CALL_DEADLINE;
+        loop {
+            match self.call_once(request).await {
+                (asked, Some(ControllerResponse::NotController { leader_id })) => {
+                    self.retarget(asked, leader_id)
+                }
+                (_, Some(response)) => return Ok(response),
+                (asked, None) => self.retarget(asked, -1),
+            }
+            if Instant::now() >= deadline {
+                return Err(MetadataError::ControllerNotAvailable);
+            }
+            glommio::timer::sleep(RETRY_BACKOFF).await;
+        }
+    }
+}
+
+/// The broker's agent.
+pub struct BrokerAgent {
+    settings: AgentSettings,
+    link: ControllerLink,
+    mesh: Rc<ShardMesh>,
+    state: RefCell<MetadataState>,
+    incarnation_id: Uuid,
+    broker_epoch: Cell<i64>,
+    fenced: Cell<bool>,
+    /// The metadata offset of the image every shard holds.
+    published_index: Cell<u64>,
+    /// Forwarded changes waiting for the shards' image to reach their offset.
+    applied_waiters: RefCell<Vec<(u64, oneshot::Sender<()>)>>,
+    unfenced: RefCell<Option<oneshot::Sender<()>>>,
+}
+
+impl BrokerAgent {
+    /// A new agent; `unfenced` fires once this broker is registered, unfenced and its shards
+    /// hold an image that says so (the broker is then ready).
+    pub fn new(
+        settings: AgentSettings,
+        link: ControllerLink,
+        mesh: Rc<ShardMesh>,
+        unfenced: oneshot::Sender<()>,
+    ) -> Rc<BrokerAgent> {
+        let state = MetadataState::new(settings.node_id, settings.shard_count);
+        Rc::new(BrokerAgent {
+            settings,
+            link,
+            mesh,
+            state: RefCell::new(state),
+            incarnation_id: Uuid(crate::replication_control::new_topic_id().0),
+            broker_epoch: Cell::new(-1),
+            fenced: Cell::new(true),
+            published_index: Cell::new(0),
+            applied_waiters: RefCell::new(Vec::new()),
+            unfenced: RefCell::new(Some(unfenced)),
+        })
+    }
+
+    /// Follows the log, keeps the registration alive, and serves the shards' controller work
+    /// until every shard is gone.
+    pub async fn run(self: Rc<Self>, mut receivers: Receivers<Envelope>) {
+        let follower = glommio::spawn_local(self.clone().follow_log());
+        let lifecycle = glommio::spawn_local(self.clone().lifecycle());
+        let mut feeders = Vec::new();
+        for (_, receiver) in receivers.streams() {
+            let agent = self.clone();
+            feeders.push(glommio::spawn_local(async move {
+                while let Some(envelope) = receiver.recv().await {
+                    assert_eq!(envelope.target, agent.mesh.self_id(), "misrouted message");
+                    let agent = agent.clone();
+                    glommio::spawn_local(async move { agent.serve(envelope.message).await })
+                        .detach();
+                }
+            }));
+        }
+        for feeder in feeders {
+            feeder.await;
+        }
+        drop(follower);
+        drop(lifecycle);
+    }
+
+    async fn serve(&self, message: ShardMessage) {
+        match message {
+            ShardMessage::CreateTopics(work) => {
+                let count = work.topics.len();
+                let request = ControllerRequest::CreateTopics {
+                    topics: work.topics,
+                    validate_only: work.validate_only,
+                };
+                let results = match self.forward(&request).await {
+                    Ok(ControllerResponse::CreateTopics {
+                        results,
+                        metadata_offset,
+                    }) => {
+                        self.wait_applied(metadata_offset).await;
+                        results
+                    }
+                    other => unavailable(other, count),
+                };
+                let _ = work.reply.send(results);
+            }
+            ShardMessage::DeleteTopics(work) => {
+                let count = work.topics.len();
+                let request = ControllerRequest::DeleteTopics {
+                    topics: work.topics,
+                };
+                let results = match self.forward(&request).await {
+                    Ok(ControllerResponse::DeleteTopics {
+                        results,
+                        metadata_offset,
+                    }) => {
+                        self.wait_applied(metadata_offset).await;
+                        results
+                    }
+                    other => unavailable(other, count),
+                };
+                let _ = work.reply.send(results);
+            }
+            ShardMessage::CreatePartitions(work) => {
+                let count = work.topics.len();
+                let request = ControllerRequest::CreatePartitions {
+                    topics: work.topics,
+                    validate_only: work.validate_only,
+                };
+                let results = match self.forward(&request).await {
+                    Ok(ControllerResponse::CreatePartitions {
+                        results,
+                        metadata_offset,
+                    }) => {
+                        // The client told "grown" must find the new partitions here at once.
+                        self.wait_applied(metadata_offset).await;
+                        results
+                    }
+                    other => unavailable(other, count),
+                };
+                let _ = work.reply.send(results);
+            }
+            ShardMessage::AlterConfigs(work) => {
+                let count = work.topics.len();
+                let request = ControllerRequest::AlterConfigs {
+                    topics: work.topics,
+                    validate_only: work.validate_only,
+                };
+                let results = match self.forward(&request).await {
+                    Ok(ControllerResponse::AlterConfigs {
+                        results,
+                        metadata_offset,
+                    }) => {
+                        self.wait_applied(metadata_offset).await;
+                        results
+                    }
+                    other => unavailable(other, count),
+                };
+                let _ = work.reply.send(results);
+            }
+            ShardMessage::AllocateProducerIds(work) => {
+                let request = ControllerRequest::AllocateProducerIds {
+                    broker_id: self.settings.node_id,
+                };
+                let result = match self.forward(&request).await {
+                    Ok(ControllerResponse::AllocateProducerIds { result }) => result,
+                    Ok(_) | Err(_) => Err(MetadataError::ControllerNotAvailable),
+                };
+                let _ = work.reply.send(result);
+            }
+            other => error!(
+                kind = other.kind(),
+                "data-shard message sent to the controller executor; dropped"
+            ),
+        }
+    }
+
+    async fn forward(
+        &self,
+        request: &ControllerRequest,
+    ) -> Result<ControllerResponse, MetadataError> {
+        self.link.call(request).await
+    }
+
+    /// Waits (bounded) until this broker's image includes `offset`, so that a client told
+    /// "created" finds the topic here at once.
+    async fn wait_applied(&self, offset: u64) {
+        if self.published_index.get() >= offset {
+            return;
+        }
+        let (wake, woken) = oneshot::channel();
+        self.applied_waiters.borrow_mut().push((offset, wake));
+        futures_lite::future::or(
+            async {
+                let _ = woken.await;
+            },
+            glommio::timer::sleep(CALL_DEADLINE),
+        )
+        .await;
+    }
+
+    /// KRaft's MetadataLoader: fetch committed entries, apply, publish.
+    async fn follow_log(self: Rc<Self>) {
+        let mut published_once = false;
+        loop {
+            let request = ControllerRequest::FetchMetadata {
+                broker_id: self.settings.node_id,
+                offset_after: self.state.borrow().applied_index,
+                max_wait_ms: FETCH_MAX_WAIT_MS,
+                bytes_max: FETCH_BYTES_MAX,
+            };
+            let (entries, leader_id) = match self.link.call(&request).await {
+                Ok(ControllerResponse::FetchMetadata {
+                    entries, leader_id, ..
+                }) => (entries, leader_id),
+                Ok(other) => {
+                    warn!(?other, "unexpected answer to a metadata fetch");
+                    glommio::timer::sleep(RETRY_BACKOFF).await;
+                    continue;
+                }
+                Err(_) => continue,
+            };
+            let changed = !entries.is_empty();
+            self.apply(entries);
+            // The shards start serving with the first image, and that waits until this broker
+            // is unfenced in it: as Kafka's broker, which opens its listeners only once caught up
+            // and unfenced, so that no client request arrives before the broker can serve it.
+            let first = !published_once && self.live_here();
+            if (changed && published_once) || first {
+                let published = self.publish(leader_id).await;
+                published_once = true;
+                self.after_publish(published);
+            }
+        }
+    }
+
+    fn apply(&self, entries: Vec<crate::rpc::MetadataEntry>) {
+        let mut state = self.state.borrow_mut();
+        for entry in entries {
+            if entry.index <= state.applied_index {
+                continue; // a retried fetch answered twice
+            }
+            if entry.index != state.applied_index + 1 {
+                warn!(
+                    index = entry.index,
+                    applied = state.applied_index,
+                    "metadata entries out of sequence; refetching"
+                );
+                return;
+            }
+            if entry.data.is_empty() {
+                state.skip_entry(entry.index);
+                continue;
+            }
+            match decode_entry(&entry.data) {
+                Ok(records) => state.apply_entry(entry.index, records),
+                Err(error) => {
+                    error!(index = entry.index, %error, "undecodable metadata entry skipped");
+                    state.skip_entry(entry.index);
+                }
+            }
+        }
+    }
+
+    /// Sends the image to every shard and waits until all applied it. Returns the metadata
+    /// offset the shards now serve.
+    async fn publish(&self, leader_id: i32) -> u64 {
+        let (image, index) = {
+            let mut state = self.state.borrow_mut();
+            state.image.controller_id = leader_id;
+            (Arc::new(state.image.clone()), state.applied_index)
+        };
+        let mut pending = Vec::with_capacity(self.settings.shard_count);
+        for shard in 0..self.settings.shard_count {
+            let (reply, done) = oneshot::channel();
+            let message = ShardMessage::ApplyMetadata {
+                image: image.clone(),
+                reply,
+            };
+            if self
+                .mesh
+                .send(ShardId(shard as u16), message)
+                .await
+                .is_err()
+            {
+                return self.published_index.get(); // shutting down
+            }
+            pending.push(done);
+        }
+        for done in pending {
+            let _ = done.await;
+        }
+        index
+    }
+
+    fn after_publish(&self, published: u64) {
+        self.published_index.set(published);
+        let applied = published;
+        self.applied_waiters
+            .borrow_mut()
+            .retain_mut(|(offset, _)| *offset > applied);
+        if self.live_here() {
+            if let Some(unfenced) = self.unfenced.borrow_mut().take() {
+                let _ = unfenced.send(());
+            }
+        }
+    }
+
+    /// Whether the applied log shows this broker's current registration unfenced.
+    fn live_here(&self) -> bool {
+        let state = self.state.borrow();
+        state
+            .brokers
+            .get(&self.settings.node_id)
+            .is_some_and(|b| !b.fenced && b.broker_epoch == self.broker_epoch.get())
+    }
+
+    /// KRaft's BrokerLifecycleManager: register, then heartbeat; register again when the
+    /// controller no longer knows this registration.
+    async fn lifecycle(self: Rc<Self>) {
+        loop {
+            self.register().await;
+            self.heartbeat_until_stale().await;
+        }
+    }
+
+    async fn register(&self) {
+        let mut logged_duplicate = false;
+        loop {
+            let request = ControllerRequest::BrokerRegistration {
+                broker_id: self.settings.node_id,
+                incarnation_id: self.incarnation_id,
+                host: self.settings.host.clone(),
+                port: self.settings.port,
+                rack: self.settings.rack.clone(),
+            };
+            match self.link.call(&request).await {
+                Ok(ControllerResponse::BrokerRegistration {
+                    result: Ok(broker_epoch),
+                }) => {
+                    info!(
+                        broker_id = self.settings.node_id,
+                        broker_epoch, "registered with the controller"
+                    );
+                    self.broker_epoch.set(broker_epoch);
+                    self.fenced.set(true);
+                    return;
+                }
+                Ok(ControllerResponse::BrokerRegistration {
+                    result: Err(MetadataError::DuplicateBrokerRegistration(_)),
+                }) => {
+                    // Our previous life's session has not expired yet (Kafka waits too).
+                    if !logged_duplicate {
+                        info!(
+                            broker_id = self.settings.node_id,
+                            "an earlier registration of this broker id is still live; retrying until its session expires"
+                        );
+                        logged_duplicate = true;
+                    }
+                    glommio::timer::sleep(self.settings.heartbeat_interval / 4).await;
+                }
+                other => {
+                    debug!(?other, "registration not accepted yet; retrying");
+                    glommio::timer::sleep(RETRY_BACKOFF).await;
+                }
+            }
+        }
+    }
+
+    /// KRaft's controlled shutdown, shortened: asks the controller to fence this broker now,
+    /// so that its partitions lose their leader at once instead of after the session timeout,
+    /// and its next start registers without waiting. Bounded: a controller that does not
+    /// answer does not hold up the stop.
+    pub async fn controlled_shutdown(&self) {
+        if self.broker_epoch.get() < 0 {
+            return;
+        }
+        let request = ControllerRequest::BrokerHeartbeat {
+            broker_id: self.settings.node_id,
+            broker_epoch: self.broker_epoch.get(),
+            current_metadata_offset: self.state.borrow().applied_index as i64,
+            want_fence: true,
+            want_shut_down: true,
+        };
+        let answered =
+            futures_lite::future::or(async { Some(self.link.call(&request).await) }, async {
+                glommio::timer::sleep(CONTROLLED_SHUTDOWN_TIMEOUT).await;
+                None
+            })
+            .await;
+        match answered {
+            Some(Ok(ControllerResponse::BrokerHeartbeat { result: Ok(_) })) => {
+                info!(
+                    broker_id = self.settings.node_id,
+                    "controlled shutdown: fenced"
+                )
+            }
+            other => warn!(
+                ?other,
+                "controlled shutdown not acknowledged; the session will expire"
+            ),
+        }
+    }
+
+    async fn heartbeat_until_stale(&self) {
+        loop {
+            let interval = if self.fenced.get() {
+                FENCED_HEARTBEAT_INTERVAL
+            } else {
+                self.settings.heartbeat_interval
+            };
+            glommio::timer::sleep(interval).await;
+            let request = ControllerRequest::BrokerHeartbeat {
+                broker_id: self.settings.node_id,
+                broker_epoch: self.broker_epoch.get(),
+                current_metadata_offset: self.state.borrow().applied_index as i64,
+                want_fence: false,
+                want_shut_down: false,
+            };
+            match self.link.call(&request).await {
+                Ok(ControllerResponse::BrokerHeartbeat { result: Ok(beat) }) => {
+                    if self.fenced.get() && !beat.is_fenced {
+                        info!(broker_id = self.settings.node_id, "broker unfenced");
+                    } else if !self.fenced.get() && beat.is_fenced {
+                        warn!(
+                            broker_id = self.settings.node_id,
+                            "broker fenced by the controller"
+                        );
+                    }
+                    self.fenced.set(beat.is_fenced);
+                }
+                Ok(ControllerResponse::BrokerHeartbeat {
+                    result: Err(MetadataError::StaleBrokerEpoch),
+                }) => {
+                    warn!(
+                        broker_id = self.settings.node_id,
+                        "the controller no longer knows this registration; registering again"
+                    );
+                    return;
+                }
+                other => debug!(?other, "heartbeat not answered"),
+            }
+        }
+    }
+}
+
+/// Every result fails as "controller not available" (the client retries), unless the
+/// controller refused the whole request with a reason of its own.
+fn unavailable<T>(
+    outcome: Result<ControllerResponse, MetadataError>,
+    count: usize,
+) -> Vec<Result<T, MetadataError>> {
+    let error = match outcome {
+        Err(error) => error,
+        Ok(_) => MetadataError::ControllerNotAvailable,
+    };
+    (0..count).map(|_| Err(error.clone())).collect()
+}

@@ -1,0 +1,401 @@
+//! The metadata state one node rebuilds from the committed metadata log (KRaft's
+//! MetadataDelta applied to the MetadataImage): topics, partitions, configs, broker
+//! registrations and the producer-id high mark.
+//!
+//! Every node applies the same committed records in the same order: the controllers to decide
+//! the next changes, the brokers to build the image their shards serve. What differs per node is
+//! only the local view: which partitions live on this node and on which of its shards.
+
+use std::collections::{BTreeMap, HashMap};
+
+use sluice_protocol::codec::Uuid;
+use sluice_shard::{BrokerImage, MetadataImage, PartitionImage, ShardId, TopicImage};
+use tracing::warn;
+
+use crate::records::MetadataRecord;
+
+/// A broker as registered in the metadata log.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BrokerRegistration {
+    /// `node.id`.
+    pub broker_id: i32,
+    /// The process start that registered.
+    pub incarnation_id: Uuid,
+    /// The registration's epoch.
+    pub broker_epoch: i64,
+    /// Advertised client host.
+    pub host: String,
+    /// Advertised client port.
+    pub port: i32,
+    /// `broker.rack`.
+    pub rack: Option<String>,
+    /// Fenced brokers lead nothing and are not shown to clients.
+    pub fenced: bool,
+    /// Index of the entry that registered it: the broker is caught up once it applied it.
+    pub registered_index: u64,
+}
+
+/// The state rebuilt from the log.
+pub struct MetadataState {
+    /// The image handed to shards (topics, live brokers, local shard table).
+    pub image: MetadataImage,
+    /// Every registered broker, fenced or not.
+    pub brokers: BTreeMap<i32, BrokerRegistration>,
+    /// The first producer id not yet handed out.
+    pub next_producer_id: i64,
+    /// The highest broker epoch given out.
+    pub broker_epoch_max: i64,
+    /// Index of the last applied metadata log entry.
+    pub applied_index: u64,
+    shard_count: usize,
+    /// Local partitions per shard, for placing new ones on the emptiest.
+    shard_load: Vec<usize>,
+    local_shards: HashMap<(Uuid, i32), ShardId>,
+}
+
+impl MetadataState {
+    /// An empty state for node `local_node_id` with `shard_count` data shards (0 for a
+    /// controller-only process).
+    pub fn new(local_node_id: i32, shard_count: usize) -> MetadataState {
+        let image = MetadataImage {
+            local_node_id,
+            controller_id: -1,
+            ..MetadataImage::default()
+        };
+        MetadataState {
+            image,
+            brokers: BTreeMap::new(),
+            next_producer_id: 0,
+            broker_epoch_max: 0,
+            applied_index: 0,
+            shard_count: shard_count.max(1),
+            shard_load: vec![0; shard_count.max(1)],
+            local_shards: HashMap::new(),
+        }
+    }
+
+    /// Applies one committed entry's records.
+    pub fn apply_entry(&mut self, index: u64, records: Vec<MetadataRecord>) {
+        assert!(
+            index > self.applied_index,
+            "entry {index} applied after {}",
+            self.applied_index
+        );
+        let mut touched: BTreeMap<Uuid, TopicImage> = BTreeMap::new();
+        let mut brokers_changed = false;
+        for record in records {
+            brokers_changed |= self.apply(index, record, &mut touched);
+        }
+        for (_, topic) in touched {
+            self.image.put_topic(topic);
+        }
+        if brokers_changed {
+            self.refresh_live_brokers();
+        }
+        self.applied_index = index;
+        self.image.offset = index as i64;
+    }
+
+    /// Records that no longer change anything still advance the applied index (a new leader's
+    /// empty entry).
+    pub fn skip_entry(&mut self, index: u64) {
+        assert!(index > self.applied_index);
+        self.applied_index = index;
+        self.image.offset = index as i64;
+    }
+
+    /// Unfenced brokers, sorted by id.
+    pub fn live_brokers(&self) -> impl Iterator<Item = &BrokerRegistration> {
+        self.brokers.values().filter(|b| !b.fenced)
+    }
+
+    /// Returns whether the broker set changed.
+    fn apply(
+        &mut self,
+        index: u64,
+        record: MetadataRecord,
+        touched: &mut BTreeMap<Uuid, TopicImage>,
+    ) -> bool {
+        match record {
+            MetadataRecord::ClusterId { cluster_id } => self.image.cluster_id = cluster_id,
+            MetadataRecord::Topic { name, topic_id } => {
+                touched.insert(
+                    topic_id,
+                    TopicImage {
+                        name,
+                        topic_id,
+                        partitions: Vec::new(),
+                        configs: BTreeMap::new(),
+                    },
+                );
+            }
+            MetadataRecord::Partition {
+                topic_id,
+                partition,
+                replicas,
+                isr,
+                leader,
+                leader_epoch,
+            } => {
+                let local = replicas.contains(&self.image.local_node_id);
+                let shard = self.place_local(topic_id, partition, local);
+                let Some(topic) = self.touch(topic_id, touched) else {
+                    warn!(%topic_id, "partition record for an unknown topic; skipped");
+                    return false;
+                };
+                topic.partitions.retain(|p| p.partition != partition);
+                topic.partitions.push(PartitionImage {
+                    partition,
+                    leader,
+                    leader_epoch,
+                    replicas,
+                    isr,
+                    shard,
+                });
+                topic.partitions.sort_by_key(|p| p.partition);
+            }
+            MetadataRecord::PartitionChange {
+                topic_id,
+                partition,
+                leader,
+                leader_epoch,
+                isr,
+            } => {
+                let Some(topic) = self.touch(topic_id, touched) else {
+                    warn!(%topic_id, "partition change for an unknown topic; skipped");
+                    return false;
+                };
+                match topic
+                    .partitions
+                    .iter_mut()
+                    .find(|p| p.partition == partition)
+                {
+                    Some(p) => {
+                        p.leader = leader;
+                        p.leader_epoch = leader_epoch;
+                        p.isr = isr;
+                    }
+                    None => warn!(%topic_id, partition, "change of an unknown partition; skipped"),
+                }
+            }
+            MetadataRecord::Config {
+                topic_id,
+                name,
+                value,
+            } => {
+                if let Some(topic) = self.touch(topic_id, touched) {
+                    topic.configs.insert(name, value);
+                }
+            }
+            MetadataRecord::RemoveConfig { topic_id, name } => {
+                if let Some(topic) = self.touch(topic_id, touched) {
+                    topic.configs.remove(&name);
+                }
+            }
+            MetadataRecord::ProducerIds { next_producer_id } => {
+                self.next_producer_id = self.next_producer_id.max(next_producer_id);
+            }
+            MetadataRecord::RemoveTopic { topic_id } => {
+                touched.remove(&topic_id);
+                if let Some(name) = self.image.topic_names.get(&topic_id).cloned() {
+                    self.image.remove_topic(&name);
+                }
+                self.forget_local(topic_id);
+            }
+            MetadataRecord::RegisterBroker {
+                broker_id,
+                incarnation_id,
+                broker_epoch,
+                host,
+                port,
+                rack,
+            } => {
+                self.broker_epoch_max = self.broker_epoch_max.max(broker_epoch);
+                self.brokers.insert(
+                    broker_id,
+                    BrokerRegistration {
+                        broker_id,
+                        incarnation_id,
+                        broker_epoch,
+                        host,
+                        port,
+                        rack,
+                        fenced: true,
+                        registered_index: index,
+                    },
+                );
+                return true;
+            }
+            MetadataRecord::FenceBroker {
+                broker_id,
+                broker_epoch,
+            } => return self.set_fenced(broker_id, broker_epoch, true),
+            MetadataRecord::UnfenceBroker {
+                broker_id,
+                broker_epoch,
+            } => return self.set_fenced(broker_id, broker_epoch, false),
+        }
+        false
+    }
+
+    fn set_fenced(&mut self, broker_id: i32, broker_epoch: i64, fenced: bool) -> bool {
+        match self.brokers.get_mut(&broker_id) {
+            Some(b) if b.broker_epoch == broker_epoch => {
+                b.fenced = fenced;
+                true
+            }
+            // A record for an older registration: the broker registered again since.
+            _ => false,
+        }
+    }
+
+    fn refresh_live_brokers(&mut self) {
+        self.image.brokers = self
+            .live_brokers()
+            .map(|b| BrokerImage {
+                node_id: b.broker_id,
+                host: b.host.clone(),
+                port: b.port,
+                rack: b.rack.clone(),
+            })
+            .collect();
+    }
+
+    /// The shard of a partition hosted here: kept once given, new ones go to the emptiest
+    /// shard. Only this process uses the choice, so it is not in the log.
+    fn place_local(&mut self, topic_id: Uuid, partition: i32, local: bool) -> ShardId {
+        let tp = (topic_id, partition);
+        if let Some(shard) = self.local_shards.get(&tp) {
+            return *shard;
+        }
+        if !local {
+            return ShardId(0);
+        }
+        let (index, _) = self
+            .shard_load
+            .iter()
+            .enumerate()
+            .min_by_key(|(i, load)| (**load, *i))
+            .expect("at least one shard");
+        self.shard_load[index] += 1;
+        let shard = ShardId(index as u16);
+        self.local_shards.insert(tp, shard);
+        shard
+    }
+
+    fn forget_local(&mut self, topic_id: Uuid) {
+        let shard_load = &mut self.shard_load;
+        self.local_shards.retain(|tp, shard| {
+            let keep = tp.0 != topic_id;
+            if !keep {
+                shard_load[shard.index()] -= 1;
+            }
+            keep
+        });
+    }
+
+    fn touch<'a>(
+        &self,
+        topic_id: Uuid,
+        touched: &'a mut BTreeMap<Uuid, TopicImage>,
+    ) -> Option<&'a mut TopicImage> {
+        match touched.entry(topic_id) {
+            std::collections::btree_map::Entry::Occupied(entry) => Some(entry.into_mut()),
+            std::collections::btree_map::Entry::Vacant(entry) => {
+                let existing = self.image.topic_by_id(&topic_id)?;
+                Some(entry.insert(TopicImage::clone(existing)))
+            }
+        }
+    }
+
+    /// Shards in this process.
+    pub fn shard_count(&self) -> usize {
+        self.shard_count
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn register(id: i32, epoch: i64) -> MetadataRecord {
+        MetadataRecord::RegisterBroker {
+            broker_id: id,
+            incarnation_id: Uuid::from_u128(id as u128),
+            broker_epoch: epoch,
+            host: "127.0.0.1".into(),
+            port: 9000 + id,
+            rack: None,
+        }
+    }
+
+    #[test]
+    fn brokers_start_fenced_and_only_live_ones_are_in_the_image() {
+        let mut state = MetadataState::new(4, 2);
+        state.apply_entry(1, vec![register(4, 1), register(5, 2)]);
+        assert!(state.image.brokers.is_empty());
+        state.apply_entry(
+            2,
+            vec![MetadataRecord::UnfenceBroker {
+                broker_id: 5,
+                broker_epoch: 2,
+            }],
+        );
+        assert_eq!(state.image.brokers.len(), 1);
+        assert_eq!(state.image.brokers[0].node_id, 5);
+        // A fence for an older registration changes nothing.
+        state.apply_entry(3, vec![register(5, 3)]);
+        state.apply_entry(
+            4,
+            vec![MetadataRecord::UnfenceBroker {
+                broker_id: 5,
+                broker_epoch: 2,
+            }],
+        );
+        assert!(state.image.brokers.is_empty());
+        assert_eq!(state.broker_epoch_max, 3);
+    }
+
+    #[test]
+    fn local_partitions_spread_over_shards_and_remote_ones_are_not_hosted() {
+        let topic_id = Uuid::from_u128(7);
+        let mut state = MetadataState::new(4, 2);
+        let mut records = vec![MetadataRecord::Topic {
+            name: "t".into(),
+            topic_id,
+        }];
+        for p in 0..6 {
+            let node = if p % 3 == 0 { 5 } else { 4 };
+            records.push(MetadataRecord::Partition {
+                topic_id,
+                partition: p,
+                replicas: vec![node],
+                isr: vec![node],
+                leader: node,
+                leader_epoch: 0,
+            });
+        }
+        state.apply_entry(1, records);
+        let shards: Vec<u16> = (0..6)
+            .filter(|p| p % 3 != 0)
+            .map(|p| state.local_shards[&(topic_id, p)].0)
+            .collect();
+        assert_eq!(shards, vec![0, 1, 0, 1]);
+        assert_eq!(state.shard_load, vec![2, 2]);
+        state.apply_entry(
+            2,
+            vec![MetadataRecord::PartitionChange {
+                topic_id,
+                partition: 1,
+                leader: -1,
+                leader_epoch: 1,
+                isr: vec![4],
+            }],
+        );
+        let p1 = &state.image.topic("t").unwrap().partitions[1];
+        assert_eq!((p1.leader, p1.leader_epoch, p1.shard), (-1, 1, ShardId(0)));
+        state.apply_entry(3, vec![MetadataRecord::RemoveTopic { topic_id }]);
+        assert_eq!(state.shard_load, vec![0, 0]);
+        assert!(state.image.topic("t").is_none());
+    }
+}

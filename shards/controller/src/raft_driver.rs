@@ -1,0 +1,391 @@
+//! The controller quorum's driver on the controller executor: it owns the `QuorumNode` and its
+//! `QuorumLog`, feeds it ticks, peer messages and proposals from one bounded inbox, and carries
+//! out each Ready in raft-rs's order (send what may go early, persist, then send the rest and
+//! apply the committed entries).
+//!
+//! One task runs the loop, so the node is never touched concurrently. Proposals resolve when
+//! their entry commits in the term they were proposed in, and fail when this node stops leading
+//! (KRaft's controller fails its pending writes with NOT_CONTROLLER on resignation).
+//!
+//! Persistence is blocking `std::fs` (`FileDisk`) on this executor: metadata entries are small
+//! and rare, and every one must be fsynced before a vote or an acknowledgement anyway.
+
+use std::cell::Cell;
+use std::collections::BTreeMap;
+use std::rc::Rc;
+use std::time::Duration;
+
+use futures_channel::oneshot;
+use glommio::channels::local_channel::{self, LocalReceiver, LocalSender};
+use sluice_quorum::{
+    decode_message, encode_message, Entry, FileDisk, Message, QuorumConfig, QuorumError, QuorumLog,
+    QuorumNode, StateRole,
+};
+use tracing::{error, info, warn};
+
+use crate::rpc::ControllerRequest;
+use crate::rpc_net::RpcClient;
+
+/// Inputs waiting for the driver; beyond this, peer messages are dropped (Raft retries).
+const INBOX_CAPACITY: usize = 4096;
+
+/// Why a proposal did not commit.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum ProposeError {
+    /// This node does not lead (any more); the known leader's node id, -1 if none.
+    #[error("not the active controller (leader {0})")]
+    NotLeader(i32),
+    /// The quorum log failed; the node stops.
+    #[error("quorum failure: {0}")]
+    Failed(String),
+}
+
+/// KRaft node ids may be 0; Raft ids may not.
+pub fn raft_id(node_id: i32) -> u64 {
+    node_id as u64 + 1
+}
+
+/// The node id of a Raft id (0, "none", maps to -1).
+pub fn node_id(raft_id: u64) -> i32 {
+    raft_id as i32 - 1
+}
+
+/// What the driver tells the controller.
+pub trait Applier {
+    /// A committed entry, in index order; `data` is empty for a leader's no-op entry.
+    fn apply(&self, entry: &Entry);
+    /// This node became leader of `term`; entries up to `index_first` (its no-op) come from
+    /// earlier terms and must be applied before it serves writes.
+    fn became_leader(&self, term: u64, index_first: u64);
+    /// This node stopped leading, or learned of another leader.
+    fn leader_changed(&self, term: u64, leader_id: i32);
+}
+
+enum Input {
+    Tick,
+    Message(Message),
+    Propose {
+        data: Vec<u8>,
+        reply: oneshot::Sender<Result<u64, ProposeError>>,
+    },
+}
+
+/// The handle others hold: send inputs, read the role.
+pub struct RaftHandle {
+    inbox: LocalSender<Input>,
+    leader_id: Cell<i32>,
+}
+
+impl RaftHandle {
+    /// Proposes `data`; resolves with its index once committed.
+    pub async fn propose(&self, data: Vec<u8>) -> Result<u64, ProposeError> {
+        let (reply, done) = oneshot::channel();
+        if self
+            .inbox
+            .send(Input::Propose { data, reply })
+            .await
+            .is_err()
+        {
+            return Err(ProposeError::Failed("quorum driver stopped".into()));
+        }
+        done.await
+            .unwrap_or_else(|_| Err(ProposeError::Failed("quorum driver stopped".into())))
+    }
+
+    /// Hands a peer's message to the node; dropped when the inbox is full.
+    pub fn receive(&self, bytes: &[u8]) {
+        match decode_message(bytes) {
+            Ok(message) => {
+                let _ = self.inbox.try_send(Input::Message(message));
+            }
+            Err(error) => warn!(%error, "undecodable raft message dropped"),
+        }
+    }
+
+    /// The leader's node id, -1 if none is known.
+    pub fn leader_id(&self) -> i32 {
+        self.leader_id.get()
+    }
+}
+
+/// The quorum's settings as the driver needs them.
+pub struct DriverSettings {
+    /// This node's `node.id`.
+    pub node_id: i32,
+    /// Every voter's node id with its address (None: this node, or a single local voter).
+    pub voters: Vec<(i32, Option<std::net::SocketAddr>)>,
+    /// Where the quorum log lives.
+    pub dir: std::path::PathBuf,
+    /// Length of one tick.
+    pub tick: Duration,
+    /// `controller.quorum.election.timeout.ms`: elections start after a random timeout in
+    /// `[timeout / 2, timeout)`.
+    pub election_timeout: Duration,
+}
+
+/// Opens the quorum log. Returns the handle and the driver, to be started with
+/// `RaftDriver::spawn` once the handle is in place (the driver calls the applier at once).
+pub fn open(
+    settings: DriverSettings,
+    applier: Rc<dyn Applier>,
+) -> Result<(Rc<RaftHandle>, RaftDriver), QuorumError> {
+    let disk = FileDisk::open(&settings.dir).map_err(|source| QuorumError::Io {
+        path: settings.dir.clone(),
+        source,
+    })?;
+    let (log, restored) = QuorumLog::open(disk)?;
+    let voters: Vec<u64> = settings.voters.iter().map(|(id, _)| raft_id(*id)).collect();
+    let mut config = QuorumConfig::new(raft_id(settings.node_id), voters.clone(), seed());
+    let tick_ms = settings.tick.as_millis().max(1) as u64;
+    config.election_ticks =
+        ((settings.election_timeout.as_millis() as u64 / 2) / tick_ms).max(3) as usize;
+    config.heartbeat_ticks = (config.election_ticks / 4).max(1);
+    let mut node = QuorumNode::new(&config, restored)?;
+    if voters.len() == 1 {
+        // Alone, there is nobody to wait for.
+        node.campaign()?;
+        info!(role = ?node.role(), term = node.term(), "single voter campaigned");
+    }
+    let (inbox, inputs) = local_channel::new_bounded(INBOX_CAPACITY);
+    let handle = Rc::new(RaftHandle {
+        inbox,
+        leader_id: Cell::new(-1),
+    });
+    let peers = settings
+        .voters
+        .iter()
+        .filter(|(id, _)| *id != settings.node_id)
+        .filter_map(|(id, addr)| addr.map(|addr| (raft_id(*id), RpcClient::new(addr, 256))))
+        .collect();
+    let driver = Driver {
+        node_id: settings.node_id,
+        node,
+        log,
+        peers,
+        pending: BTreeMap::new(),
+        applier,
+        handle: handle.clone(),
+        role: StateRole::Follower,
+        leader: 0,
+    };
+    Ok((
+        handle,
+        RaftDriver {
+            driver,
+            inputs,
+            tick: settings.tick,
+        },
+    ))
+}
+
+/// The driver, opened but not yet running.
+pub struct RaftDriver {
+    driver: Driver,
+    inputs: LocalReceiver<Input>,
+    tick: Duration,
+}
+
+impl RaftDriver {
+    /// Starts the driver task and its ticker on this executor.
+    pub fn spawn(self) {
+        let ticker = Rc::downgrade(&self.driver.handle);
+        let tick = self.tick;
+        glommio::spawn_local(self.driver.run(self.inputs)).detach();
+        glommio::spawn_local(async move {
+            loop {
+                glommio::timer::sleep(tick).await;
+                let Some(handle) = ticker.upgrade() else {
+                    break;
+                };
+                let _ = handle.inbox.try_send(Input::Tick);
+            }
+        })
+        .detach();
+    }
+}
+
+struct Driver {
+    node_id: i32,
+    node: QuorumNode,
+    log: QuorumLog<FileDisk>,
+    peers: BTreeMap<u64, RpcClient>,
+    /// Proposed entries by index, with the term they were proposed in.
+    pending: BTreeMap<u64, (u64, oneshot::Sender<Result<u64, ProposeError>>)>,
+    applier: Rc<dyn Applier>,
+    handle: Rc<RaftHandle>,
+    role: StateRole,
+    leader: u64,
+}
+
+impl Driver {
+    async fn run(mut self, inputs: LocalReceiver<Input>) {
+        // The node may have work at once (a restored log, a campaign).
+        if let Err(error) = self.drain_ready() {
+            return self.fail(error);
+        }
+        while let Some(input) = inputs.recv().await {
+            let result = match input {
+                Input::Tick => self.node.tick().map(|_| ()),
+                Input::Message(message) => self.step(message),
+                Input::Propose { data, reply } => {
+                    self.propose(data, reply);
+                    Ok(())
+                }
+            };
+            if let Err(error) = result.and_then(|()| self.drain_ready()) {
+                return self.fail(error);
+            }
+            self.note_role();
+        }
+    }
+
+    fn step(&mut self, message: Message) -> Result<(), QuorumError> {
+        match self.node.step(message) {
+            // A misaddressed or refused message is the peer's problem, not ours.
+            Err(
+                QuorumError::Misaddressed { .. }
+                | QuorumError::ForwardedProposal
+                | QuorumError::SnapshotUnsupported,
+            ) => Ok(()),
+            Err(QuorumError::Raft(error)) => {
+                warn!(%error, "raft message refused");
+                Ok(())
+            }
+            other => other,
+        }
+    }
+
+    fn propose(&mut self, data: Vec<u8>, reply: oneshot::Sender<Result<u64, ProposeError>>) {
+        match self.node.propose(data) {
+            Ok(()) => {
+                let index = self.node.index_last();
+                self.pending.insert(index, (self.node.term(), reply));
+            }
+            Err(QuorumError::NotLeader { leader_id }) => {
+                let _ = reply.send(Err(ProposeError::NotLeader(node_id(leader_id))));
+            }
+            Err(error) => {
+                let _ = reply.send(Err(ProposeError::Failed(error.to_string())));
+            }
+        }
+    }
+
+    fn drain_ready(&mut self) -> Result<(), QuorumError> {
+        while let Some(mut work) = self.node.ready()? {
+            self.send(std::mem::take(&mut work.send_now));
+            if work.needs_persist() {
+                self.log.persist(&work.entries, work.hard_state.as_ref())?;
+            }
+            // A new leader's first entry is its no-op: that index starts its term.
+            let persisted = self.node.persisted()?;
+            self.send(persisted.send);
+            self.note_role();
+            for entry in &persisted.committed {
+                self.commit(entry);
+            }
+        }
+        Ok(())
+    }
+
+    fn commit(&mut self, entry: &Entry) {
+        self.applier.apply(entry);
+        if let Some((term, reply)) = self.pending.remove(&entry.index) {
+            let result = if term == entry.term {
+                Ok(entry.index)
+            } else {
+                Err(ProposeError::NotLeader(node_id(self.node.leader_id())))
+            };
+            let _ = reply.send(result);
+        }
+        // Anything proposed below a committed index in another term is gone.
+        while let Some((&index, _)) = self.pending.first_key_value() {
+            if index >= entry.index {
+                break;
+            }
+            if let Some((_, (_, reply))) = self.pending.pop_first() {
+                let _ = reply.send(Err(ProposeError::NotLeader(node_id(self.node.leader_id()))));
+            }
+        }
+    }
+
+    fn note_role(&mut self) {
+        let role = self.node.role();
+        let leader = self.node.leader_id();
+        let term = self.node.term();
+        self.handle.leader_id.set(node_id(leader));
+        if role == self.role && leader == self.leader {
+            return;
+        }
+        let was_leader = self.role == StateRole::Leader;
+        self.role = role;
+        self.leader = leader;
+        if role == StateRole::Leader && !was_leader {
+            let index_first = self.node.index_last();
+            info!(
+                node_id = self.node_id,
+                term,
+                index_first,
+                epoch_ms = epoch_ms(),
+                "quorum leader elected: this node leads term {term}"
+            );
+            self.applier.became_leader(term, index_first);
+        } else {
+            if was_leader {
+                for (_, (_, reply)) in std::mem::take(&mut self.pending) {
+                    let _ = reply.send(Err(ProposeError::NotLeader(node_id(leader))));
+                }
+            }
+            info!(
+                node_id = self.node_id,
+                term,
+                leader_id = node_id(leader),
+                role = ?role,
+                "quorum role changed"
+            );
+            self.applier.leader_changed(term, node_id(leader));
+        }
+    }
+
+    fn send(&self, messages: Vec<Message>) {
+        for message in messages {
+            let Some(peer) = self.peers.get(&message.to) else {
+                continue;
+            };
+            match encode_message(&message) {
+                Ok(bytes) => {
+                    let request = ControllerRequest::Raft {
+                        from_node_id: self.node_id,
+                        message: bytes,
+                    };
+                    // A full queue or a dead peer loses the message; Raft sends again.
+                    let _ = peer.send_one_way(request);
+                }
+                Err(error) => error!(%error, "raft message not encodable; dropped"),
+            }
+        }
+    }
+
+    fn fail(self, error: QuorumError) {
+        error!(%error, "controller quorum stopped: the quorum log failed");
+        for (_, (_, reply)) in self.pending {
+            let _ = reply.send(Err(ProposeError::Failed(error.to_string())));
+        }
+        self.handle.leader_id.set(-1);
+    }
+}
+
+/// Wall-clock milliseconds, for log lines that tests line up across processes.
+pub fn epoch_ms() -> u128 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis())
+        .unwrap_or(0)
+}
+
+fn seed() -> u64 {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(0);
+    nanos ^ (u64::from(std::process::id()) << 32)
+}

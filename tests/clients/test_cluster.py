@@ -1,0 +1,409 @@
+"""The local cluster of config/cluster: 3 controller processes (the quorum) + 3 broker processes,
+started with config/cluster/start from the config/cluster/*.toml files (cluster.py).
+
+1. Clients see one cluster: the Java AdminClient creates a 12-partition topic, `kcat -L` through
+   each broker lists brokers 4, 5, 6 and leaders spread 4/4/4; kcat produces 3,000 keyed messages
+   through broker 1 and reads them all back through broker 3, each exactly once; describeCluster
+   lists the 3 brokers.
+2. kill -9 of the active controller, 10 times, while a thread keeps creating topics (kafka-python
+   admin, one at a time, retried): a new leader is elected within 1 s of each kill (its `quorum
+   leader elected` epoch_ms), and a create sent after the new controller is active is acknowledged
+   before the next kill; at the end, every create was answered within the client's 5 s request
+   timeout, no broker was fenced, every acknowledged topic is listed by every broker, and no term
+   was led by two nodes.
+3. kill -9 of a broker: it leaves Metadata (fenced) within broker.session.timeout.ms + 5 s, comes
+   back after a restart and leads its partitions again; produce/consume on one of them works.
+
+Sluice only (SLUICE_TARGET=kafka skips it). The cluster's ports are fixed by the files (19093-19095,
+19192/19292/19392): the module fails at once if one is taken. Logs: pytest's temp dir, cluster*/.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import threading
+import time
+from collections import Counter, defaultdict
+
+import pytest
+from kafka.admin import KafkaAdminClient, NewTopic
+from kafka.errors import TopicAlreadyExistsError
+
+import harness
+from cluster import BROKERS, CONTROLLERS, READY, Cluster, broker_ids, partition_leaders, setting, topic_names
+
+# About 25 s (most of it the broker session timeout in test 3), so not marked slow.
+pytestmark = pytest.mark.skipif(harness.TARGET != "sluice", reason="the config/cluster files are Sluice's")
+
+BROKER_IDS = [4, 5, 6]
+KILL_ROUNDS = 10
+ELECTION_LIMIT_MS = 1000
+SESSION_TIMEOUT_MS = int(setting("broker-1", "broker.session.timeout.ms", 9000))
+
+
+def _eventually(fn, what, timeout=30.0, interval=0.1):
+    """Calls fn until it returns a truthy value; returns (value, seconds). what: the failure message,
+    or a function making it at the timeout (for log tails)."""
+    t0 = time.time()
+    last = None
+    while True:
+        try:
+            v = fn()
+            if v:
+                return v, time.time() - t0
+        except AssertionError as e:
+            last = e
+        if time.time() - t0 > timeout:
+            what = what() if callable(what) else what
+            raise AssertionError(f"timed out after {timeout}s waiting for {what}" + (f": {last}" if last else ""))
+        time.sleep(interval)
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    c = Cluster(tmp_path_factory.mktemp("cluster"))
+    busy = c.busy_ports()
+    assert not busy, f"ports {busy} of config/cluster are in use (another cluster running? config/cluster/stop)"
+    t0 = time.time()
+    c.start()
+    print(f"\ncluster: started with config/cluster/start in {time.time() - t0:.1f}s, bootstrap {c.bootstrap}, "
+          f"data and logs in {c.data}")
+    yield c
+    # Processes a failed test killed and did not restart are not reported as deaths.
+    dead = [n for n in CONTROLLERS + BROKERS if not c.running(n) and n not in c.killed]
+    sizes = {n: c.log_size(n) for n in CONTROLLERS + BROKERS}
+    t0 = time.time()
+    out = c.stop()
+    print(f"\ncluster: stopped with config/cluster/stop in {time.time() - t0:.1f}s\n{out.strip()}")
+    panics = c.grep("panicked at")
+    assert not panics, f"panics in the cluster's logs: {panics}"
+    assert not dead, f"cluster processes died during the tests: {dead}\n{c.tails(30, dead)}"
+    # A graceful stop: every process logged its last line after SIGTERM, none needed SIGKILL.
+    unclean = [n for n in CONTROLLERS + BROKERS
+               if n not in c.killed and not any("sluice stopped" in l for l in c.lines(n, sizes[n]))]
+    assert not unclean and "SIGKILL" not in out, \
+        f"not stopped gracefully by SIGTERM: {unclean}\n{out}\n{c.tails(15, unclean)}"
+
+
+def _kcat_produce(bootstrap, topic, lines, extra=()):
+    r = subprocess.run([harness.kcat_bin(), "-P", "-b", bootstrap, "-t", topic, "-K:", *extra,
+                        "-X", "acks=all", "-X", "linger.ms=5", "-X", "enable.idempotence=false",
+                        "-X", "message.timeout.ms=30000"],
+                       input="".join(f"{l}\n" for l in lines), capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, f"kcat -P via {bootstrap} exited {r.returncode}: {r.stderr[-3000:]}"
+    assert "fail" not in r.stderr.lower() and "error" not in r.stderr.lower(), \
+        f"kcat -P via {bootstrap} reported delivery problems: {r.stderr[-3000:]}"
+
+
+def _kcat_consume(bootstrap, topic, partition=None):
+    cmd = [harness.kcat_bin(), "-C", "-b", bootstrap, "-t", topic, "-o", "beginning", "-e", "-q",
+           "-X", "check.crcs=true", "-f", "%p %o %k %s\\n"]
+    if partition is not None:
+        cmd += ["-p", str(partition)]
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, f"kcat -C via {bootstrap} exited {r.returncode}: {r.stderr[-3000:]}"
+    assert "error" not in r.stderr.lower(), f"kcat -C via {bootstrap} reported: {r.stderr[-3000:]}"
+    out = []
+    for line in r.stdout.splitlines():
+        p, o, k, v = line.split(" ", 3)
+        out.append((int(p), int(o), k, v))
+    return out
+
+
+# ------------------------------------------------------------------------------------------ 1
+
+def test_cluster_serves_kcat_and_java_admin(cluster, java_tool, tmp_path):
+    topic, parts, count = "cl-spread", 12, 3000
+    t0 = time.time()
+    r = java_tool(["admin", "create", "--bootstrap", cluster.bootstrap, "--topic", topic,
+                   "--partitions", str(parts), "--replication", "1"], logdir=tmp_path, quick=True, timeout=120)
+    assert f"created {topic} partitions={parts}" in r.stdout, r.stdout
+    print(f"\nJava AdminClient created {topic} ({parts} partitions, RF 1) with leaders in {time.time() - t0:.2f}s")
+
+    for b in BROKERS:
+        def spread(b=b):
+            md = cluster.kcat_metadata(b, topic)
+            leaders = partition_leaders(md, topic)
+            assert broker_ids(md) == BROKER_IDS, f"brokers {broker_ids(md)}"
+            assert sorted(leaders) == list(range(parts)), f"partitions {sorted(leaders)}"
+            per = Counter(leaders.values())
+            assert per == Counter({4: 4, 5: 4, 6: 4}), f"leaders per broker {dict(per)}"
+            return md, per
+        (md, per), waited = _eventually(spread, f"kcat -L via {b}: brokers 4,5,6 and {topic}'s leaders 4/4/4", 15)
+        addrs = sorted(f"{x['id']}@{x['name']}" for x in md["brokers"])
+        print(f"kcat -L via {b} ({cluster.broker_address(b)}): brokers {addrs}, {topic} leaders per broker "
+              f"{dict(sorted(per.items()))} (after {waited:.2f}s)")
+
+    lines = [f"{harness.make_key('k', i)}:{harness.make_value('k', i, 16)}" for i in range(count)]
+    t0 = time.time()
+    _kcat_produce(cluster.broker_address("broker-1"), topic, lines)
+    t_produce = time.time() - t0
+    t0 = time.time()
+    records = _kcat_consume(cluster.broker_address("broker-3"), topic)
+    t_consume = time.time() - t0
+    counts = harness.verify_exactly_once(records, count, "k", partitions=parts)
+    assert len(counts) == parts, f"keyed messages landed in only {sorted(counts)} of {parts} partitions"
+    print(f"kcat produced {count} keyed messages via broker-1 in {t_produce:.2f}s, consumed all back via broker-3 "
+          f"in {t_consume:.2f}s exactly once; per partition {counts}")
+
+    r = java_tool(["admin", "describe-cluster", "--bootstrap", cluster.bootstrap], logdir=tmp_path, quick=True)
+    nodes = r.stdout.split("nodes=")[1].split()[0].split(",")
+    expected = sorted(f"{cluster.node_ids[b]}@127.0.0.1:{cluster.ports[b]}" for b in BROKERS)
+    assert sorted(nodes) == expected, f"describeCluster must list the 3 brokers {expected}:\n{r.stdout}"
+    cluster_id = r.stdout.split("cluster_id=")[1].split()[0]
+    assert cluster_id and cluster_id != "null", r.stdout
+    print(f"Java describeCluster: {r.stdout.strip()}".replace("\n", "; "))
+
+
+# ------------------------------------------------------------------------------------------ 2
+
+class TopicCreator(threading.Thread):
+    """Creates topics ctl-0, ctl-1, ... one at a time through kafka-python's KafkaAdminClient.
+    A failed create is retried (same name); acked: created without error; existed: a retry found
+    the topic (an earlier attempt was applied without the answer reaching us)."""
+
+    def __init__(self, bootstrap):
+        super().__init__(daemon=True, name="topic-creator")
+        self.bootstrap = bootstrap
+        self.stop = threading.Event()
+        self.acked: list[str] = []
+        self.acked_at: list[tuple[str, float, float]] = []  # (name, unix ms sent, unix ms answered)
+        self.existed: list[str] = []
+        self.existed_at: list[tuple[str, float, int]] = []  # (name, unix ms of the answer, attempts)
+        self.gave_up: list[str] = []
+        self.errors: Counter = Counter()
+        self.failed_at: list[tuple[str, float, float, str]] = []  # (name, unix ms sent, answered, error)
+        self.latencies: list[float] = []
+        self.admin = None
+
+    def _admin(self):
+        if self.admin is None:
+            self.admin = KafkaAdminClient(bootstrap_servers=self.bootstrap, request_timeout_ms=5000,
+                                          client_id="cluster-test-creator")
+        return self.admin
+
+    def _reset(self):
+        if self.admin is not None:
+            try:
+                self.admin.close()
+            except Exception:
+                pass
+        self.admin = None
+
+    def run(self):
+        i = 0
+        while not self.stop.is_set():
+            name = f"ctl-{i}"
+            t0 = time.time()
+            attempts = 0
+            while True:
+                attempts += 1
+                t_try = time.time() * 1000
+                try:
+                    self._admin().create_topics([NewTopic(name, num_partitions=1, replication_factor=1)],
+                                                timeout_ms=5000)
+                    self.acked.append(name)
+                    self.acked_at.append((name, t_try, time.time() * 1000))
+                    self.latencies.append(time.time() - t0)
+                    break
+                except TopicAlreadyExistsError:
+                    self.existed.append(name)
+                    self.existed_at.append((name, time.time() * 1000, attempts))
+                    break
+                except Exception as e:  # noqa: BLE001 - any failure is retried
+                    self.errors[type(e).__name__] += 1
+                    self.failed_at.append((name, t_try, time.time() * 1000, f"{type(e).__name__}: {e}"[:160]))
+                    if attempts % 5 == 0:
+                        self._reset()
+                    if attempts >= 40 or self.stop.is_set():
+                        self.gave_up.append(name)
+                        break
+                    time.sleep(0.1)
+            i += 1
+        self._reset()
+
+
+def test_killing_the_active_controller(cluster, tmp_path):
+    ctl_since = {c: cluster.log_size(c) for c in CONTROLLERS}
+    creator = TopicCreator(cluster.bootstrap)
+    creator.start()
+    rounds = []
+    try:
+        _eventually(lambda: len(creator.acked) >= 3, "the first 3 topic creations", 30)
+        for rnd in range(KILL_ROUNDS):
+            active = cluster.active_controller()
+            victim = cluster.names_by_id[active.node_id]
+            others = [c for c in CONTROLLERS if c != victim]
+            since = {c: cluster.log_size(c) for c in others}
+            t_kill = cluster.kill9(victim)
+
+            def new_leader():
+                got = [e for e in cluster.elections(others, since) if e.term > active.term]
+                return min(got, key=lambda e: e.term) if got else None
+            elected, _ = _eventually(new_leader, lambda: f"round {rnd}: a leader for a term after {active.term} "
+                                     f"once {victim} was killed\n{cluster.tails(20, others)}", 15, 0.02)
+
+            def new_active():
+                got = [a for a in cluster.activations(others, since) if a.term >= elected.term]
+                return min(got, key=lambda a: a.term) if got else None
+            activated, _ = _eventually(new_active, lambda: f"round {rnd}: an active controller after the election "
+                                       f"of term {elected.term}\n{cluster.tails(20, others)}", 15, 0.02)
+            elect_ms = elected.epoch_ms - t_kill
+            active_ms = activated.epoch_ms - t_kill
+            offset = cluster.restart(victim)
+            rejoin_s = cluster.wait_rejoined(victim, offset, activated.node_id)
+            # Clients must be served again: a create sent after the new controller became active is
+            # acknowledged (within the admin client's 5 s request timeout + a retry).
+            def served():
+                return next((a for a in creator.acked_at if a[1] >= activated.epoch_ms), None)
+            first, _ = _eventually(served, lambda: f"round {rnd}: a topic creation sent after node "
+                                   f"{activated.node_id} became active and acknowledged (creator errors "
+                                   f"{creator.failed_at[-3:]})\n{cluster.tails(25, BROKERS)}", 12, 0.02)
+            served_ms = first[2] - t_kill
+            rounds.append((rnd, victim, active.term, elected, activated, elect_ms, active_ms, rejoin_s, t_kill,
+                           served_ms))
+            print(f"round {rnd}: killed {victim} (node {active.node_id}, active in term {active.term}); "
+                  f"node {elected.node_id} elected leader of term {elected.term} after {elect_ms:.0f} ms, "
+                  f"active controller after {active_ms:.0f} ms, a create sent after that acknowledged after "
+                  f"{served_ms:.0f} ms; "
+                  f"{victim} restarted and following in {rejoin_s:.2f}s; "
+                  f"topics acked so far {len(creator.acked)}")
+    finally:
+        creator.stop.set()
+        creator.join(timeout=60)
+
+    print(f"topic creator: {len(creator.acked)} acknowledged, {len(creator.existed)} found existing on a retry, "
+          f"{len(creator.gave_up)} given up {creator.gave_up[:10]}, retried errors {dict(creator.errors)}; "
+          f"create latency max {max(creator.latencies):.2f}s")
+    kills = [r[8] for r in rounds]
+    for n, t0, t1, err in creator.failed_at:
+        k = max((k for k in kills if k <= t1), default=None)
+        print(f"create {n} failed (retried): sent {t0 - k if k else float('nan'):.0f} ms after the last kill, "
+              f"answered after {t1 - t0:.0f} ms: {err}")
+    if creator.existed_at:
+        # TopicExistsException for a name not created before by this thread: an earlier attempt (kafka-python
+        # resends once on NOT_CONTROLLER) was applied but its answer was lost in a failover.
+        print("found existing (topic: ms after the closest earlier kill, attempts): " + ", ".join(
+            f"{n}: {min((t - k for k in kills if k <= t), default=float('nan')):.0f} ms, {a}"
+            for n, t, a in creator.existed_at))
+    elect = [r[5] for r in rounds]
+    print(f"kill -> new quorum leader (ms): {[round(x) for x in elect]} (max {max(elect):.0f}); "
+          f"kill -> active controller (ms): {[round(r[6]) for r in rounds]}; "
+          f"kill -> first create acknowledged (ms): {[round(r[9]) for r in rounds]}")
+    # Every check is made and printed; the test fails at the end with all the problems found.
+    problems = []
+    slow = [(r[0], r[1], round(r[5])) for r in rounds if r[5] >= ELECTION_LIMIT_MS]
+    if slow:
+        problems.append(f"elections slower than {ELECTION_LIMIT_MS} ms after a kill (round, killed, ms): {slow}")
+
+    # Every create was answered (with or without an error) within the client's 5 s request timeout:
+    # a broker retries a forwarded change against the new active controller, which takes about 1 s.
+    unanswered = [f for f in creator.failed_at if "Timeout" in f[3] or "TimedOut" in f[3]]
+    if unanswered:
+        problems.append(f"creates not answered within the admin client's 5 s request timeout "
+                        f"(name, sent ms, answered ms, error): {unanswered}")
+    # Losing controllers must not cost a live broker its session.
+    fenced = {c: l for c, l in ((c, [l for l in cluster.lines(c, ctl_since[c]) if "broker fenced" in l])
+                                for c in CONTROLLERS) if l}
+    if fenced:
+        problems.append(f"brokers fenced while controllers were killed: {fenced}")
+
+    expected = set(creator.acked) | set(creator.existed)
+    if len(creator.acked) < KILL_ROUNDS:
+        problems.append(f"only {len(creator.acked)} topics acknowledged")
+
+    def all_listed():
+        missing = {}
+        for b in BROKERS:
+            md = cluster.kcat_metadata(b)
+            assert broker_ids(md) == BROKER_IDS, f"{b} lists brokers {broker_ids(md)}"
+            m = expected - topic_names(md)
+            if m:
+                missing[b] = sorted(m)[:10]
+        assert not missing, f"acknowledged topics missing from Metadata: {missing}"
+        return True
+    try:
+        _, waited = _eventually(all_listed, "brokers 4, 5, 6 and every acknowledged topic in every broker's "
+                                "Metadata", 20, 0.5)
+        print(f"all {len(expected)} acknowledged topics listed by each of the 3 brokers (after {waited:.2f}s)")
+    except AssertionError as e:
+        problems.append(str(e))
+
+    leaders = defaultdict(set)
+    for e in cluster.elections():
+        leaders[e.term].add(e.node_id)
+    for a in cluster.activations():
+        leaders[a.term].add(a.node_id)
+    twice = {t: sorted(n) for t, n in leaders.items() if len(n) > 1}
+    if twice:
+        problems.append(f"terms led by more than one node: {twice}")
+    print(f"controller logs: terms {sorted(leaders)}, leaders "
+          f"{', '.join(f'{t}:{sorted(n)}' for t, n in sorted(leaders.items()))}")
+    assert not problems, "\n".join(problems)
+
+
+# ------------------------------------------------------------------------------------------ 3
+
+def test_killed_broker_is_fenced_and_returns(cluster, tmp_path):
+    topic, parts = "cl-fence", 6
+    victim, via, via_consume = "broker-2", "broker-1", "broker-3"
+    vid = cluster.node_ids[victim]
+    admin = KafkaAdminClient(bootstrap_servers=cluster.bootstrap, request_timeout_ms=15000)
+    try:
+        admin.create_topics([NewTopic(topic, num_partitions=parts, replication_factor=1)], timeout_ms=15000)
+    finally:
+        admin.close()
+
+    def spread():
+        leaders = partition_leaders(cluster.kcat_metadata(via, topic), topic)
+        assert len(leaders) == parts and Counter(leaders.values()) == Counter({4: 2, 5: 2, 6: 2}), leaders
+        return leaders
+    leaders, _ = _eventually(spread, f"{topic}'s leaders 2/2/2", 15)
+    own = sorted(p for p, l in leaders.items() if l == vid)
+    part = own[0]
+    before = [f"{harness.make_key('f', i)}:{harness.make_value('f', i)}" for i in range(100)]
+    _kcat_produce(cluster.broker_address(via), topic, before, ["-p", str(part)])
+
+    ctl_since = {c: cluster.log_size(c) for c in CONTROLLERS}
+    t_kill = cluster.kill9(victim)
+
+    def gone():
+        md = cluster.kcat_metadata(via, topic)
+        leaders = partition_leaders(md, topic)
+        led = [p for p, l in leaders.items() if l == vid]
+        assert len(leaders) == parts and vid not in broker_ids(md) and not led, \
+            f"brokers {broker_ids(md)}, partitions led by {vid}: {led}"
+        return md
+    md, _ = _eventually(gone, f"broker {vid} out of Metadata after kill -9", SESSION_TIMEOUT_MS / 1000 + 15, 0.1)
+    gone_ms = time.time() * 1000 - t_kill
+    fenced = [l for c in CONTROLLERS for l in cluster.lines(c, ctl_since[c])
+              if "broker fenced: its session expired" in l and f"broker_id={vid}" in l]
+    print(f"\nkilled {victim} (node {vid}): gone from Metadata via {via} after {gone_ms:.0f} ms "
+          f"(broker.session.timeout.ms = {SESSION_TIMEOUT_MS}); brokers now {broker_ids(md)}, {topic} leaders "
+          f"{partition_leaders(md, topic)}; controller log: {fenced[:1]}")
+    assert gone_ms < SESSION_TIMEOUT_MS + 5000, \
+        f"broker {vid} still in Metadata {gone_ms:.0f} ms after its kill (session timeout {SESSION_TIMEOUT_MS} ms)"
+    assert fenced, f"no controller logged `broker fenced: its session expired` for broker_id={vid}"
+
+    t_restart = time.time()
+    offset = cluster.restart(victim)
+    cluster.wait_line(victim, READY, offset, 60, "(ready after restart)")
+    ready_s = time.time() - t_restart
+
+    def back():
+        md = cluster.kcat_metadata(via, topic)
+        leaders = partition_leaders(md, topic)
+        assert broker_ids(md) == BROKER_IDS, f"brokers {broker_ids(md)}"
+        assert sorted(p for p, l in leaders.items() if l == vid) == own, f"leaders {leaders}"
+        return md
+    _, _ = _eventually(back, f"broker {vid} listed again and leading partitions {own}", 30, 0.1)
+    back_s = time.time() - t_restart
+    print(f"restarted {victim}: ready after {ready_s:.2f}s, listed again and leading {topic} partitions {own} "
+          f"after {back_s:.2f}s")
+
+    after = [f"{harness.make_key('f', i)}:{harness.make_value('f', i)}" for i in range(100, 200)]
+    _kcat_produce(cluster.broker_address(via), topic, after, ["-p", str(part)])
+    records = _kcat_consume(cluster.broker_address(via_consume), topic, part)
+    harness.verify_exactly_once(records, 200, "f", partitions=parts)
+    print(f"partition {part} (led by {vid}): 100 messages from before the kill and 100 produced after the "
+          f"restart via {via}, all 200 read back via {via_consume} exactly once, offsets 0..199")
