@@ -208,16 +208,15 @@ impl BrokerAgent {
                     topics: work.topics,
                     validate_only: work.validate_only,
                 };
-                let results = match self.forward(&request).await {
-                    Ok(ControllerResponse::CreateTopics {
-                        results,
-                        metadata_offset,
-                    }) => {
-                        self.wait_applied(metadata_offset).await;
-                        results
-                    }
-                    other => unavailable(other, count),
-                };
+                let results = self
+                    .forward_change(&request, count, |response| match response {
+                        ControllerResponse::CreateTopics {
+                            results,
+                            metadata_offset,
+                        } => Some((results, metadata_offset)),
+                        _ => None,
+                    })
+                    .await;
                 let _ = work.reply.send(results);
             }
             ShardMessage::DeleteTopics(work) => {
@@ -225,16 +224,15 @@ impl BrokerAgent {
                 let request = ControllerRequest::DeleteTopics {
                     topics: work.topics,
                 };
-                let results = match self.forward(&request).await {
-                    Ok(ControllerResponse::DeleteTopics {
-                        results,
-                        metadata_offset,
-                    }) => {
-                        self.wait_applied(metadata_offset).await;
-                        results
-                    }
-                    other => unavailable(other, count),
-                };
+                let results = self
+                    .forward_change(&request, count, |response| match response {
+                        ControllerResponse::DeleteTopics {
+                            results,
+                            metadata_offset,
+                        } => Some((results, metadata_offset)),
+                        _ => None,
+                    })
+                    .await;
                 let _ = work.reply.send(results);
             }
             ShardMessage::CreatePartitions(work) => {
@@ -243,17 +241,15 @@ impl BrokerAgent {
                     topics: work.topics,
                     validate_only: work.validate_only,
                 };
-                let results = match self.forward(&request).await {
-                    Ok(ControllerResponse::CreatePartitions {
-                        results,
-                        metadata_offset,
-                    }) => {
-                        // The client told "grown" must find the new partitions here at once.
-                        self.wait_applied(metadata_offset).await;
-                        results
-                    }
-                    other => unavailable(other, count),
-                };
+                let results = self
+                    .forward_change(&request, count, |response| match response {
+                        ControllerResponse::CreatePartitions {
+                            results,
+                            metadata_offset,
+                        } => Some((results, metadata_offset)),
+                        _ => None,
+                    })
+                    .await;
                 let _ = work.reply.send(results);
             }
             ShardMessage::AlterConfigs(work) => {
@@ -262,16 +258,15 @@ impl BrokerAgent {
                     topics: work.topics,
                     validate_only: work.validate_only,
                 };
-                let results = match self.forward(&request).await {
-                    Ok(ControllerResponse::AlterConfigs {
-                        results,
-                        metadata_offset,
-                    }) => {
-                        self.wait_applied(metadata_offset).await;
-                        results
-                    }
-                    other => unavailable(other, count),
-                };
+                let results = self
+                    .forward_change(&request, count, |response| match response {
+                        ControllerResponse::AlterConfigs {
+                            results,
+                            metadata_offset,
+                        } => Some((results, metadata_offset)),
+                        _ => None,
+                    })
+                    .await;
                 let _ = work.reply.send(results);
             }
             ShardMessage::AllocateProducerIds(work) => {
@@ -298,6 +293,25 @@ impl BrokerAgent {
         self.link.call(request).await
     }
 
+    /// Forwards a change with one result per item, and answers once this broker's shards hold
+    /// an image that includes it (a client told "created" finds the topic here at once).
+    async fn forward_change<T>(
+        &self,
+        request: &ControllerRequest,
+        count: usize,
+        results_of: impl FnOnce(ControllerResponse) -> Option<(Vec<Result<T, MetadataError>>, u64)>,
+    ) -> Vec<Result<T, MetadataError>> {
+        match self.forward(request).await {
+            Ok(response) => match results_of(response) {
+                Some((results, metadata_offset)) => {
+                    self.wait_applied(metadata_offset).await;
+                    results
+                }
+                None => failed_all(MetadataError::ControllerNotAvailable, count),
+            },
+            Err(error) => failed_all(error, count),
+        }
+    }
     /// Waits (bounded) until this broker's image includes `offset`, so that a client told
     /// "created" finds the topic here at once.
     async fn wait_applied(&self, offset: u64) {
@@ -560,15 +574,7 @@ impl BrokerAgent {
     }
 }
 
-/// Every result fails as "controller not available" (the client retries), unless the
-/// controller refused the whole request with a reason of its own.
-fn unavailable<T>(
-    outcome: Result<ControllerResponse, MetadataError>,
-    count: usize,
-) -> Vec<Result<T, MetadataError>> {
-    let error = match outcome {
-        Err(error) => error,
-        Ok(_) => MetadataError::ControllerNotAvailable,
-    };
+/// Every result fails with `error` (the client retries a ControllerNotAvailable).
+fn failed_all<T>(error: MetadataError, count: usize) -> Vec<Result<T, MetadataError>> {
     (0..count).map(|_| Err(error.clone())).collect()
 }
