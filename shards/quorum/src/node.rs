@@ -29,7 +29,8 @@ pub struct QuorumConfig {
     /// Every voter's id, this node's included (a fixed set until reconfiguration lands).
     pub voters: Vec<u64>,
     /// Ticks without a leader before a follower starts a (pre-)election; each election waits a
-    /// random number of ticks in `[election_ticks, 2 × election_ticks)`.
+    /// random number of ticks in `[election_ticks, 2 × election_ticks)`. A campaign that found
+    /// no leader is retried sooner (see `QuorumNode::campaign_retry_ticks`).
     pub election_ticks: usize,
     /// Ticks between a leader's heartbeats.
     pub heartbeat_ticks: usize,
@@ -96,6 +97,10 @@ pub struct QuorumNode {
     /// (term, role) after the last call: raft-rs redraws the election timeout exactly when one
     /// of them changes.
     term_role: (u64, StateRole),
+    /// Campaigns started since this node last knew a leader: each one that fails (a split vote,
+    /// peers still in their lease) is retried after a backoff that doubles from a quarter of
+    /// the election timeout, as KRaft's `controller.quorum.election.backoff.max.ms`.
+    campaigns_unanswered: u32,
 }
 
 impl QuorumNode {
@@ -127,6 +132,7 @@ impl QuorumNode {
             election_rng: SplitMix64(config.seed ^ config.id.rotate_left(32)),
             election_ticks: config.election_ticks,
             term_role,
+            campaigns_unanswered: 0,
         };
         node.redraw_election_timeout();
         Ok(node)
@@ -136,7 +142,12 @@ impl QuorumNode {
     pub fn tick(&mut self) -> Result<bool> {
         self.check_idle()?;
         let ready = self.raw.tick();
-        self.after_state_change();
+        // raft-rs zeroes the elapsed ticks exactly when a tick starts a campaign.
+        let campaign_started = self.is_campaigning() && self.raw.raft.election_elapsed == 0;
+        if campaign_started {
+            self.campaigns_unanswered = self.campaigns_unanswered.saturating_add(1);
+        }
+        self.after_state_change(campaign_started);
         Ok(ready)
     }
 
@@ -159,7 +170,7 @@ impl QuorumNode {
         }
         // raft-rs refuses local message types (MsgHup, MsgBeat, …) from the network itself.
         let stepped = self.raw.step(message);
-        self.after_state_change();
+        self.after_state_change(false);
         Ok(stepped?)
     }
 
@@ -168,7 +179,8 @@ impl QuorumNode {
     pub fn campaign(&mut self) -> Result<()> {
         self.check_idle()?;
         let campaigned = self.raw.campaign();
-        self.after_state_change();
+        self.campaigns_unanswered = self.campaigns_unanswered.saturating_add(1);
+        self.after_state_change(true);
         Ok(campaigned?)
     }
 
@@ -189,7 +201,7 @@ impl QuorumNode {
             });
         }
         let proposed = self.raw.propose(Vec::new(), data);
-        self.after_state_change();
+        self.after_state_change(false);
         Ok(proposed?)
     }
 
@@ -227,7 +239,7 @@ impl QuorumNode {
         send.extend(light.take_messages());
         committed.extend(light.take_committed_entries());
         self.raw.advance_apply();
-        self.after_state_change();
+        self.after_state_change(false);
         Ok(Persisted { send, committed })
     }
 
@@ -268,21 +280,57 @@ impl QuorumNode {
         }
     }
 
+    fn is_campaigning(&self) -> bool {
+        matches!(
+            self.raw.raft.state,
+            StateRole::PreCandidate | StateRole::Candidate
+        )
+    }
+
     /// raft-rs resets its randomized election timeout (from the thread's RNG) exactly in
     /// `Raft::reset`, which runs when the node changes term or role; redraw it from the seeded
-    /// RNG whenever either changed, so runs replay.
-    fn after_state_change(&mut self) {
+    /// RNG whenever either changed, so runs replay. A campaign started by a tick (a retry keeps
+    /// term and role) is drawn too.
+    fn after_state_change(&mut self, campaign_started: bool) {
+        if self.raw.raft.leader_id != raft::INVALID_ID {
+            self.campaigns_unanswered = 0;
+        }
         let term_role = (self.raw.raft.term, self.raw.raft.state);
-        if term_role != self.term_role {
+        if term_role != self.term_role || campaign_started {
             self.term_role = term_role;
             self.redraw_election_timeout();
         }
     }
 
+    /// A follower waits `[election_ticks, 2 × election_ticks)`. A campaigning node waits the
+    /// retry backoff instead: two followers that time out together both win their pre-votes and
+    /// split the vote, and waiting a whole election timeout again would double the outage.
     fn redraw_election_timeout(&mut self) {
-        let span = self.election_ticks as u64;
-        let ticks = self.election_ticks + (self.election_rng.next_u64() % span) as usize;
-        self.raw.raft.set_randomized_election_timeout(ticks);
+        let span = if self.is_campaigning() && self.campaigns_unanswered > 0 {
+            self.campaign_retry_ticks()
+        } else {
+            self.election_ticks
+        };
+        let wait = span + (self.election_rng.next_u64() % span as u64) as usize;
+        // raft-rs takes timeouts in `[election_ticks, 2 × election_ticks)` only: a shorter wait
+        // is the shortest timeout with the clock already advanced. A campaigning node follows
+        // no leader, so the advanced clock never extends a leader's lease (raft-rs checks the
+        // lease only while it knows a leader).
+        let timeout = wait.max(self.election_ticks);
+        self.raw.raft.set_randomized_election_timeout(timeout);
+        if wait < timeout {
+            assert!(self.raw.raft.leader_id == raft::INVALID_ID);
+            self.raw.raft.election_elapsed = timeout - wait;
+        }
+    }
+
+    /// The backoff span of the next retry: a quarter of the election timeout, doubled with
+    /// every campaign that found no leader, up to the election timeout.
+    fn campaign_retry_ticks(&self) -> usize {
+        assert!(self.campaigns_unanswered > 0);
+        let base = (self.election_ticks / 4).max(1);
+        let doublings = (self.campaigns_unanswered - 1).min(16);
+        (base << doublings).min(self.election_ticks)
     }
 }
 
@@ -318,5 +366,165 @@ impl SplitMix64 {
     /// True with probability `p`.
     pub fn chance(&mut self, p: f64) -> bool {
         (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64 <= p
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const ELECTION_TICKS: usize = 40;
+
+    /// Three in-memory voters; a dead node's messages are dropped.
+    struct Voters {
+        nodes: Vec<QuorumNode>,
+        alive: Vec<bool>,
+        messages: Vec<Message>,
+    }
+
+    impl Voters {
+        fn new(seed: u64) -> Voters {
+            let nodes = (1..=3)
+                .map(|id| {
+                    let mut config = QuorumConfig::new(id, vec![1, 2, 3], seed);
+                    config.election_ticks = ELECTION_TICKS;
+                    config.heartbeat_ticks = ELECTION_TICKS / 4;
+                    QuorumNode::new(&config, Restored::default()).expect("node")
+                })
+                .collect();
+            Voters {
+                nodes,
+                alive: vec![true; 3],
+                messages: Vec::new(),
+            }
+        }
+
+        /// Carries out every Ready and delivers every message until the cluster is quiet.
+        fn settle(&mut self) {
+            for _ in 0..1000 {
+                for index in 0..3 {
+                    if !self.alive[index] {
+                        continue;
+                    }
+                    let node = &mut self.nodes[index];
+                    while let Some(mut work) = node.ready().expect("ready") {
+                        self.messages.append(&mut work.send_now);
+                        let mut persisted = node.persisted().expect("persisted");
+                        self.messages.append(&mut persisted.send);
+                    }
+                }
+                if self.messages.is_empty() {
+                    return;
+                }
+                for message in std::mem::take(&mut self.messages) {
+                    let index = (message.to - 1) as usize;
+                    if self.alive[index] {
+                        self.nodes[index].step(message).expect("step");
+                    }
+                }
+            }
+            panic!("the voters never went quiet");
+        }
+
+        /// Ticks every live node once, each followed by delivery (so that a tick's campaign
+        /// reaches the others before they tick).
+        fn tick(&mut self) {
+            for index in 0..3 {
+                if self.alive[index] {
+                    self.nodes[index].tick().expect("tick");
+                    self.settle();
+                }
+            }
+        }
+
+        fn leader(&self) -> Option<u64> {
+            (0..3)
+                .find(|&index| self.alive[index] && self.nodes[index].role() == StateRole::Leader)
+                .map(|index| index as u64 + 1)
+        }
+
+        fn elect(&mut self, id: u64) {
+            self.nodes[(id - 1) as usize].campaign().expect("campaign");
+            self.settle();
+            assert_eq!(self.leader(), Some(id));
+            // One heartbeat round, so that every follower knows the leader.
+            for _ in 0..ELECTION_TICKS / 4 {
+                self.tick();
+            }
+            assert!(self.nodes.iter().all(|node| node.leader_id() == id));
+        }
+    }
+
+    #[test]
+    fn a_split_vote_is_retried_within_half_an_election_timeout() {
+        for seed in 0..20 {
+            let mut voters = Voters::new(seed);
+            voters.elect(3);
+            voters.alive[2] = false;
+            let term_before = voters.nodes[0].term();
+            // Both survivors time out at once: each wins the other's pre-vote, votes for
+            // itself, and the vote splits.
+            voters.nodes[0].campaign().expect("campaign");
+            voters.nodes[1].campaign().expect("campaign");
+            voters.settle();
+            assert_eq!(voters.leader(), None, "seed {seed}: the vote did not split");
+            assert_eq!(voters.nodes[0].term(), term_before + 1);
+            assert_eq!(voters.nodes[0].role(), StateRole::Candidate);
+            let mut ticks = 0;
+            while voters.leader().is_none() {
+                voters.tick();
+                ticks += 1;
+                assert!(
+                    ticks < ELECTION_TICKS,
+                    "seed {seed}: no leader after {ticks} ticks"
+                );
+            }
+            // The retry waits [E/4, E/2), never the full [E, 2E) again.
+            assert!(
+                (ELECTION_TICKS / 4..ELECTION_TICKS / 2).contains(&ticks),
+                "{ticks}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_follower_still_waits_a_whole_election_timeout() {
+        for seed in 0..20 {
+            let mut voters = Voters::new(seed);
+            voters.elect(3);
+            voters.alive[2] = false;
+            let mut ticks = 0;
+            while voters.leader().is_none() {
+                voters.tick();
+                ticks += 1;
+                assert!(ticks < 3 * ELECTION_TICKS, "seed {seed}: no leader");
+            }
+            // The last heartbeat came at most one heartbeat interval before the leader died.
+            assert!(ticks + ELECTION_TICKS / 4 >= ELECTION_TICKS, "{ticks}");
+        }
+    }
+
+    #[test]
+    fn a_lone_candidate_backs_off_doubling_up_to_the_election_timeout() {
+        let mut voters = Voters::new(7);
+        voters.elect(3);
+        voters.alive[1] = false;
+        voters.alive[2] = false;
+        let mut campaign_ticks = Vec::new();
+        for tick in 1..20 * ELECTION_TICKS {
+            let campaigns_before = voters.nodes[0].campaigns_unanswered;
+            voters.tick();
+            if voters.nodes[0].campaigns_unanswered > campaigns_before {
+                campaign_ticks.push(tick);
+            }
+        }
+        assert!(campaign_ticks.len() >= 6, "campaigns at {campaign_ticks:?}");
+        let gaps: Vec<usize> = campaign_ticks.windows(2).map(|w| w[1] - w[0]).collect();
+        let spans = [10, 20, 40, 40, 40];
+        for (gap, span) in gaps.iter().zip(spans) {
+            assert!((span..2 * span).contains(gap), "gaps {gaps:?}");
+        }
+        assert_eq!(voters.nodes[0].role(), StateRole::PreCandidate);
+        assert_eq!(voters.nodes[0].term(), voters.nodes[2].term());
     }
 }
