@@ -316,7 +316,6 @@ fn controller_settings(config: &BrokerConfig) -> ControllerSettings {
         tick: RAFT_TICK,
         election_timeout: Duration::from_millis(config.controller_quorum_election_timeout_ms),
         broker_session_timeout: Duration::from_millis(config.broker_session_timeout_ms),
-        default_replication_factor: config.default_replication_factor,
         delete_topic_enable: config.delete_topic_enable,
         partitions_max: config.sluice_broker_partitions_max,
     }

@@ -47,7 +47,6 @@ pub struct MetadataState {
     pub broker_epoch_max: i64,
     /// Index of the last applied metadata log entry.
     pub applied_index: u64,
-    shard_count: usize,
     /// Local partitions per shard, for placing new ones on the emptiest.
     shard_load: Vec<usize>,
     local_shards: HashMap<(Uuid, i32), ShardId>,
@@ -68,7 +67,6 @@ impl MetadataState {
             next_producer_id: 0,
             broker_epoch_max: 0,
             applied_index: 0,
-            shard_count: shard_count.max(1),
             shard_load: vec![0; shard_count.max(1)],
             local_shards: HashMap::new(),
         }
@@ -306,11 +304,6 @@ impl MetadataState {
                 Some(entry.insert(TopicImage::clone(existing)))
             }
         }
-    }
-
-    /// Shards in this process.
-    pub fn shard_count(&self) -> usize {
-        self.shard_count
     }
 }
 

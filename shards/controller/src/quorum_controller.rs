@@ -60,8 +60,6 @@ pub struct ControllerSettings {
     pub election_timeout: Duration,
     /// `broker.session.timeout.ms`.
     pub broker_session_timeout: Duration,
-    /// `default.replication.factor`.
-    pub default_replication_factor: i16,
     /// `delete.topic.enable`.
     pub delete_topic_enable: bool,
     /// `sluice.broker.partitions.max`: partitions one broker may host.

@@ -144,7 +144,6 @@ pub fn open(
     if voters.len() == 1 {
         // Alone, there is nobody to wait for.
         node.campaign()?;
-        info!(role = ?node.role(), term = node.term(), "single voter campaigned");
     }
     let (inbox, inputs) = local_channel::new_bounded(INBOX_CAPACITY);
     let handle = Rc::new(RaftHandle {
