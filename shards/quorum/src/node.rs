@@ -443,6 +443,17 @@ mod tests {
                 .map(|index| index as u64 + 1)
         }
 
+        /// Ticks until a live leader exists; fails past `ticks_max`.
+        fn ticks_until_leader(&mut self, ticks_max: usize) -> usize {
+            let mut ticks = 0;
+            while self.leader().is_none() {
+                self.tick();
+                ticks += 1;
+                assert!(ticks < ticks_max, "no leader after {ticks} ticks");
+            }
+            ticks
+        }
+
         fn elect(&mut self, id: u64) {
             self.nodes[(id - 1) as usize].campaign().expect("campaign");
             self.settle();
@@ -470,15 +481,7 @@ mod tests {
             assert_eq!(voters.leader(), None, "seed {seed}: the vote did not split");
             assert_eq!(voters.nodes[0].term(), term_before + 1);
             assert_eq!(voters.nodes[0].role(), StateRole::Candidate);
-            let mut ticks = 0;
-            while voters.leader().is_none() {
-                voters.tick();
-                ticks += 1;
-                assert!(
-                    ticks < ELECTION_TICKS,
-                    "seed {seed}: no leader after {ticks} ticks"
-                );
-            }
+            let ticks = voters.ticks_until_leader(ELECTION_TICKS);
             // The retry waits [E/4, E/2), never the full [E, 2E) again.
             assert!(
                 (ELECTION_TICKS / 4..ELECTION_TICKS / 2).contains(&ticks),
@@ -493,12 +496,7 @@ mod tests {
             let mut voters = Voters::new(seed);
             voters.elect(3);
             voters.alive[2] = false;
-            let mut ticks = 0;
-            while voters.leader().is_none() {
-                voters.tick();
-                ticks += 1;
-                assert!(ticks < 3 * ELECTION_TICKS, "seed {seed}: no leader");
-            }
+            let ticks = voters.ticks_until_leader(3 * ELECTION_TICKS);
             // The last heartbeat came at most one heartbeat interval before the leader died.
             assert!(ticks + ELECTION_TICKS / 4 >= ELECTION_TICKS, "{ticks}");
         }
