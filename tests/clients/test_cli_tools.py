@@ -1,6 +1,6 @@
 """Apache Kafka 4.1.1's own command-line tools, run from the Maven Central jars (kafka_cli.py),
 with their default settings: kafka-topics, kafka-console-producer/-consumer (assign mode:
---partition + --offset), kafka-configs, kafka-get-offsets, kafka-delete-records,
+--partition + --offset, and group mode), kafka-configs, kafka-get-offsets, kafka-delete-records,
 kafka-broker-api-versions and kafka-cluster.  Every check reads the tools' output (messages,
 offsets, config values), not only their exit codes.  The same tests pass against Apache Kafka
 (SLUICE_TARGET=kafka)."""
@@ -219,6 +219,29 @@ def test_console_producer_consumer_keys(cli, keyed):
     p, records = max(by_partition.items(), key=lambda kv: len(kv[1]))
     tail = consume(cli, topic, p, str(len(records) - 2), 2)
     assert [(r["offset"], r["key"]) for r in tail] == [(r["offset"], r["key"]) for r in records[-2:]]
+
+
+def test_console_consumer_in_a_group(cli):
+    """kafka-console-consumer's default mode: it subscribes in a consumer group (--group) and
+    commits on close; the next run of the same group resumes after what the first one read."""
+    topic, group = "cli-console-group", "cli-console-group-g"
+    create_topic(cli, topic, "--partitions", "2")
+    produce(cli, topic, "".join(f"first-{i}\n" for i in range(30)))
+
+    def consume_group(count: int, *args: str) -> list[str]:
+        r = cli("kafka-console-consumer", "--topic", topic, "--group", group, "--max-messages", str(count),
+                "--timeout-ms", "30000", *args, timeout=120)
+        assert f"Processed a total of {count} messages" in r.stderr, r.stderr[-2000:]
+        return lines(r.stdout)
+
+    assert sorted(consume_group(30, "--from-beginning")) == sorted(f"first-{i}" for i in range(30))
+    produce(cli, topic, "".join(f"second-{i}\n" for i in range(10)))
+    assert sorted(consume_group(10)) == sorted(f"second-{i}" for i in range(10)), \
+        "the group resumes at its committed offsets"
+    described = lines(cli("kafka-consumer-groups", "--describe", "--group", group).stdout)
+    rows = [ln.split() for ln in described if ln.split()[:2] == [group, topic]]
+    assert len(rows) == 2 and all(r[3] == r[4] and r[5] == "0" for r in rows), described
+    assert sum(int(r[4]) for r in rows) == 40, described
 
 
 def test_console_headers_and_null_keys(cli):

@@ -50,6 +50,13 @@ impl Broker {
 
     /// Starts a broker on `dir` and `port` (for restarts on the same data).
     pub fn start_in(dir: &Path, port: u16, overrides: &[&str]) -> Broker {
+        let filter = std::env::var("SLUICE_TEST_LOG").unwrap_or_else(|_| "info,glommio=off".into());
+        Broker::start_logging(dir, port, overrides, &filter)
+    }
+
+    /// Like `start_in`, with the log filter `filter` (RUST_LOG syntax); the log is
+    /// `<dir>/broker.log` (`Broker::log`).
+    pub fn start_logging(dir: &Path, port: u16, overrides: &[&str], filter: &str) -> Broker {
         let data = dir.join("data");
         let log = std::fs::OpenOptions::new()
             .create(true)
@@ -66,10 +73,7 @@ impl Broker {
             command.arg("--override").arg(item);
         }
         let child = command
-            .env(
-                "RUST_LOG",
-                std::env::var("SLUICE_TEST_LOG").unwrap_or_else(|_| "info,glommio=off".into()),
-            )
+            .env("RUST_LOG", filter)
             .stdout(Stdio::null())
             .stderr(log)
             .spawn()
@@ -174,6 +178,11 @@ impl Broker {
     /// A connected client.
     pub fn client(&self) -> Client {
         Client::connect(self.port)
+    }
+
+    /// What the broker has logged so far.
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.join("broker.log")).unwrap_or_default()
     }
 }
 

@@ -6,16 +6,26 @@
 //! Kafka does:
 //! that keeps a producer's batches to a partition in the order it sent them, which idempotence
 //! and `max.in.flight.requests.per.connection` > 1 rely on.
+//!
+//! A connection is accepted by whichever shard the kernel picks (SO_REUSEPORT). The first
+//! group request on it (a consumer's coordinator connection: Java and librdkafka open one for
+//! the group alone) may move it to the shard that coordinates that group, at that request's
+//! boundary: with nothing in flight, the socket and the unhandled bytes go over the mesh, and
+//! every later request of the group is served without a hop between cores. A connection moves
+//! at most once, so one that serves many groups (an admin tool) never bounces.
 
+use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, IntoRawFd};
 use std::rc::Rc;
 
-use bytes::{Buf, Bytes, BytesMut};
+use bytes::{Buf, BufMut, Bytes, BytesMut};
 use futures_lite::AsyncWriteExt;
 use glommio::net::TcpStream;
-use tracing::{debug, info};
+use sluice_shard::{ConnectionHandoff, ShardId, ShardMessage};
+use tracing::{debug, info, warn};
 
 use crate::context::ShardContext;
 use crate::dispatch::{dispatch, Outcome};
+use crate::group_router::{self, ConnectionHome};
 use crate::socket_io;
 
 /// Read buffer growth step; large frames are read in as few system calls as their size allows.
@@ -40,8 +50,45 @@ pub enum ConnectionError {
     Unanswerable,
 }
 
-/// Serves one connection until the client closes it, an error, or shutdown.
-pub async fn serve(ctx: Rc<ShardContext>, mut stream: TcpStream) {
+/// Where a connection came from.
+pub enum Origin {
+    /// Accepted by this shard's listener; it may still move to its group's coordinator.
+    Accepted,
+    /// Handed over by another shard, with the bytes it had read and not handled (they start
+    /// at a frame); it stays here.
+    HandedOver(Bytes),
+}
+
+/// How serving a connection ended without an error.
+enum Ended {
+    /// The client closed it, or the broker is shutting down.
+    Closed,
+    /// Its group is coordinated on `shard`: move it there, starting with `frame` (unhandled).
+    MoveTo(ShardId, Bytes),
+}
+
+/// Serves `stream` as a task of the shard's connection gate (which shutdown waits for).
+pub fn spawn(ctx: &Rc<ShardContext>, stream: TcpStream, origin: Origin) {
+    let task_ctx = ctx.clone();
+    match ctx
+        .connections
+        .spawn(async move { serve(task_ctx, stream, origin).await })
+    {
+        Ok(task) => drop(task.detach()),
+        Err(error) => warn!(%error, "connection refused: shard is closing"),
+    }
+}
+
+/// Takes over a connection another shard handed over.
+pub fn adopt(ctx: &Rc<ShardContext>, handoff: ConnectionHandoff) {
+    // SAFETY: the descriptor comes out of an `OwnedFd`, so it is open and nothing else owns
+    // it; the stream takes that ownership.
+    let stream = unsafe { TcpStream::from_raw_fd(handoff.socket.into_raw_fd()) };
+    spawn(ctx, stream, Origin::HandedOver(handoff.buffered));
+}
+
+/// Serves one connection until the client closes it, an error, shutdown, or a move.
+async fn serve(ctx: Rc<ShardContext>, mut stream: TcpStream, origin: Origin) {
     let peer = stream
         .peer_addr()
         .map(|a| a.to_string())
@@ -52,8 +99,19 @@ pub async fn serve(ctx: Rc<ShardContext>, mut stream: TcpStream) {
         .map(|a| format!("/{}", a.ip()))
         .unwrap_or_else(|_| "/".to_string());
     let mut reader = FrameReader::new(ctx.config.socket_request_max_bytes);
-    match serve_frames(&ctx, &mut stream, &mut reader, &client_host).await {
-        Ok(()) => debug!(%peer, "connection closed"),
+    let may_move = match origin {
+        Origin::Accepted => true,
+        Origin::HandedOver(buffered) => {
+            reader.buf.extend_from_slice(&buffered);
+            false
+        }
+    };
+    match serve_frames(&ctx, &mut stream, &mut reader, &client_host, may_move).await {
+        Ok(Ended::Closed) => debug!(%peer, "connection closed"),
+        Ok(Ended::MoveTo(shard, frame)) => {
+            debug!(%peer, from = %ctx.shard_id, to = %shard, "connection moves to its group's coordinator shard");
+            return hand_over(&ctx, stream, shard, frame, reader).await;
+        }
         Err(ConnectionError::Io(error)) => {
             debug!(%peer, %error, "connection closed on socket error")
         }
@@ -67,7 +125,8 @@ async fn serve_frames(
     stream: &mut TcpStream,
     reader: &mut FrameReader,
     client_host: &str,
-) -> Result<(), ConnectionError> {
+    mut may_move: bool,
+) -> Result<Ended, ConnectionError> {
     loop {
         let frame = if reader.has_frame()? {
             reader.take_frame()
@@ -77,20 +136,68 @@ async fn serve_frames(
                 None
             });
             match read.await {
-                None => return Ok(()),
+                None => return Ok(Ended::Closed),
                 Some(Ok(true)) => continue,
-                Some(Ok(false)) => return Ok(()),
+                Some(Ok(false)) => return Ok(Ended::Closed),
                 Some(Err(error)) => return Err(error),
             }
         };
+        if may_move && !ctx.shutdown.is_triggered() {
+            match group_router::connection_home(ctx, &frame) {
+                ConnectionHome::Undecided => {}
+                ConnectionHome::Here => may_move = false,
+                ConnectionHome::Shard(shard) => return Ok(Ended::MoveTo(shard, frame)),
+            }
+        }
         match dispatch(ctx, frame, client_host).await {
             Outcome::Respond(segments) => socket_io::write_segments(stream, &segments).await?,
             Outcome::NoResponse => {}
             Outcome::Close => return Err(ConnectionError::Unanswerable),
         }
         if ctx.shutdown.is_triggered() && !reader.has_frame()? {
-            return Ok(());
+            return Ok(Ended::Closed);
         }
+    }
+}
+
+/// Sends the connection to `shard`: its socket, then `frame` (not handled yet) and whatever
+/// was read after it. Every earlier request has been answered and nothing is in flight, so the
+/// other shard continues exactly where this one stopped. If the move fails the socket is
+/// closed with the message, and the client reconnects as after any lost connection.
+async fn hand_over(
+    ctx: &ShardContext,
+    mut stream: TcpStream,
+    shard: ShardId,
+    frame: Bytes,
+    reader: FrameReader,
+) {
+    // glommio's stream cannot give its descriptor up, so the socket travels as a duplicate;
+    // dropping the stream then closes only its own descriptor (no shutdown of the socket).
+    // SAFETY: the stream is alive for this borrow.
+    let socket = match unsafe { BorrowedFd::borrow_raw(stream.as_raw_fd()) }.try_clone_to_owned() {
+        Ok(socket) => socket,
+        Err(error) => {
+            warn!(%error, "cannot duplicate a socket to move it; closing the connection");
+            let _ = stream.close().await;
+            return;
+        }
+    };
+    drop(stream);
+    let mut buffered = BytesMut::with_capacity(4 + frame.len() + reader.buf.len());
+    // The frame passed the size check when it was read, so its length fits.
+    buffered.put_u32(frame.len() as u32);
+    buffered.extend_from_slice(&frame);
+    buffered.extend_from_slice(&reader.buf);
+    let handoff = ConnectionHandoff {
+        socket,
+        buffered: buffered.freeze(),
+    };
+    if let Err(error) = ctx
+        .mesh
+        .send(shard, ShardMessage::AdoptConnection(handoff))
+        .await
+    {
+        warn!(%error, "cannot move a connection to its group's coordinator shard; closed");
     }
 }
 

@@ -5,6 +5,7 @@ use std::cell::RefCell;
 use std::rc::Rc;
 use std::sync::Arc;
 
+use glommio::sync::Gate;
 use sluice_config::BrokerConfig;
 use sluice_replica::ReplicaManager;
 use sluice_shard::{LocalSignal, MetadataImage, ShardId, ShardMesh};
@@ -30,6 +31,9 @@ pub struct ShardContext {
     pub producer_ids: ProducerIdAllocator,
     /// The group coordinator of the `__consumer_offsets` partitions this shard owns.
     pub groups: Rc<GroupManager>,
+    /// Every client connection this shard serves, accepted here or handed over by another
+    /// shard; closed (and waited for) at shutdown.
+    pub connections: Gate,
     image: RefCell<Arc<MetadataImage>>,
 }
 
@@ -50,6 +54,7 @@ impl ShardContext {
             metadata_ready: LocalSignal::new(),
             producer_ids: ProducerIdAllocator::default(),
             groups: Rc::new(GroupManager::default()),
+            connections: Gate::new(),
             image: RefCell::new(Arc::new(MetadataImage::default())),
         }
     }

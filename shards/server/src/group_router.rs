@@ -3,8 +3,11 @@
 //! partition; otherwise the request is answered NOT_COORDINATOR. Creates `__consumer_offsets`
 //! the first time a coordinator is looked up, as Kafka does.
 
+use bytes::Bytes;
 use futures_channel::oneshot;
 use sluice_group::{partition_for_group, GroupError, GroupListing, GROUP_METADATA_TOPIC_NAME};
+use sluice_protocol::api_key::ApiKey;
+use sluice_protocol::request::{decode_request, RequestBody};
 use sluice_shard::{
     GroupRequest, GroupResponse, GroupWork, MetadataError, MetadataImage, NewTopic, ShardId,
     ShardMessage,
@@ -43,6 +46,63 @@ pub fn coordinator_shard(image: &MetadataImage, group_id: &str) -> Result<ShardI
     leadership::local_leader(image, topic, partition)
         .map(|led| led.shard)
         .map_err(|_| GroupError::NotCoordinator)
+}
+
+/// Where a connection is best served, judged from one of its request frames.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ConnectionHome {
+    /// Not a request of one group (or its coordinator is not known yet): ask again next time.
+    Undecided,
+    /// A group coordinated on this shard, or requests of several groups: stay.
+    Here,
+    /// A group coordinated on this shard of the broker: move there.
+    Shard(ShardId),
+}
+
+/// The API keys of a member's group traffic. FindCoordinator goes to any broker and the
+/// admin APIs (ListGroups, DescribeGroups, DeleteGroups, OffsetDelete) are rare.
+const GROUP_CONNECTION_KEYS: [ApiKey; 6] = [
+    ApiKey::OffsetCommit,
+    ApiKey::OffsetFetch,
+    ApiKey::JoinGroup,
+    ApiKey::Heartbeat,
+    ApiKey::LeaveGroup,
+    ApiKey::SyncGroup,
+];
+
+/// The home of a connection that sent `frame`: the coordinator shard of the group it names,
+/// if `frame` is a member's group request. Decodes the frame only for those API keys (once
+/// per connection: the caller stops asking once it has an answer).
+pub fn connection_home(ctx: &ShardContext, frame: &Bytes) -> ConnectionHome {
+    let Some(key) = frame.get(..2).map(|b| i16::from_be_bytes([b[0], b[1]])) else {
+        return ConnectionHome::Undecided;
+    };
+    if !GROUP_CONNECTION_KEYS.iter().any(|k| *k as i16 == key) {
+        return ConnectionHome::Undecided;
+    }
+    // A frame that does not decode is answered by the dispatch as usual.
+    let Ok((_, request)) = decode_request(frame.clone()) else {
+        return ConnectionHome::Undecided;
+    };
+    let group_id = match &request {
+        RequestBody::OffsetCommit(r) => &r.group_id,
+        RequestBody::OffsetFetch(r) => match r.groups.as_slice() {
+            [] => &r.group_id,
+            [one] => &one.group_id,
+            _ => return ConnectionHome::Here,
+        },
+        RequestBody::JoinGroup(r) => &r.group_id,
+        RequestBody::Heartbeat(r) => &r.group_id,
+        RequestBody::LeaveGroup(r) => &r.group_id,
+        RequestBody::SyncGroup(r) => &r.group_id,
+        _ => return ConnectionHome::Undecided,
+    };
+    match coordinator_shard(&ctx.image(), group_id) {
+        Ok(shard) if shard == ctx.shard_id => ConnectionHome::Here,
+        Ok(shard) => ConnectionHome::Shard(shard),
+        // No coordinator here (yet): the request gets its error, the next one asks again.
+        Err(_) => ConnectionHome::Undecided,
+    }
 }
 
 /// Serves `request` on its group's coordinator.

@@ -147,10 +147,9 @@ async fn serve(start: ShardStart) -> Result<(), String> {
     })
     .detach();
 
-    let connections = Gate::new();
-    accept_until_shutdown(&ctx, &listener, &connections).await;
+    accept_until_shutdown(&ctx, &listener).await;
     drop(listener);
-    drain(&connections).await;
+    drain(&ctx.connections).await;
     let _ = events.send(ShardEvent::Drained(shard_id));
     let _ = finish.await;
     ctx.replicas.shutdown().await;
@@ -159,7 +158,7 @@ async fn serve(start: ShardStart) -> Result<(), String> {
     Ok(())
 }
 
-async fn accept_until_shutdown(ctx: &Rc<ShardContext>, listener: &TcpListener, connections: &Gate) {
+async fn accept_until_shutdown(ctx: &Rc<ShardContext>, listener: &TcpListener) {
     loop {
         let accepted = futures_lite::future::or(async { Some(listener.accept().await) }, async {
             ctx.shutdown.wait().await;
@@ -168,14 +167,7 @@ async fn accept_until_shutdown(ctx: &Rc<ShardContext>, listener: &TcpListener, c
         .await;
         match accepted {
             None => return,
-            Some(Ok(stream)) => {
-                let ctx = ctx.clone();
-                // The gate tracks the task for draining; detached, it runs on its own.
-                match connections.spawn(async move { connection::serve(ctx, stream).await }) {
-                    Ok(task) => drop(task.detach()),
-                    Err(error) => warn!(%error, "connection refused: shard is closing"),
-                }
-            }
+            Some(Ok(stream)) => connection::spawn(ctx, stream, connection::Origin::Accepted),
             Some(Err(error)) => {
                 // Out of file descriptors and similar: back off instead of spinning.
                 warn!(%error, "accept failed");

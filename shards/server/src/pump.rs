@@ -9,7 +9,7 @@ use sluice_shard::{Envelope, ShardMessage};
 use tracing::error;
 
 use crate::context::ShardContext;
-use crate::local;
+use crate::{connection, local};
 
 /// Spawns one receiving task per peer; they run until the peer closes its side.
 pub fn spawn_pumps(ctx: Rc<ShardContext>, mut receivers: Receivers<Envelope>) {
@@ -29,7 +29,7 @@ pub fn spawn_pumps(ctx: Rc<ShardContext>, mut receivers: Receivers<Envelope>) {
     }
 }
 
-async fn handle(ctx: &ShardContext, message: ShardMessage) {
+async fn handle(ctx: &Rc<ShardContext>, message: ShardMessage) {
     // Another shard may start serving before this one has opened its partitions: hold its
     // work until the first image is applied here, instead of answering "unknown partition".
     if !matches!(message, ShardMessage::ApplyMetadata { .. }) {
@@ -65,6 +65,7 @@ async fn handle(ctx: &ShardContext, message: ShardMessage) {
             let response = ctx.groups.handle(ctx, work.request).await;
             let _ = work.reply.send(response);
         }
+        ShardMessage::AdoptConnection(handoff) => connection::adopt(ctx, handoff),
         ShardMessage::ApplyMetadata { image, reply } => {
             local::apply_metadata(ctx, image).await;
             let _ = reply.send(());

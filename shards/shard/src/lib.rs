@@ -23,9 +23,9 @@ pub use group_work::{
 pub use image::{BrokerImage, MetadataImage, PartitionImage, ShardTable, TopicImage};
 pub use mesh::{Envelope, MeshError, ShardMesh};
 pub use message::{
-    CreatePartitionsWork, CreateTopicsWork, CreatedTopic, DeleteTopicsWork, DeletedTopic,
-    FetchPartitionRequest, FetchWork, ListOffsetsWork, MetadataError, NewPartitions, NewTopic,
-    ProduceWork, Reply, ShardMessage, TopicRef, WaitForAppendWork,
+    ConnectionHandoff, CreatePartitionsWork, CreateTopicsWork, CreatedTopic, DeleteTopicsWork,
+    DeletedTopic, FetchPartitionRequest, FetchWork, ListOffsetsWork, MetadataError, NewPartitions,
+    NewTopic, ProduceWork, Reply, ShardMessage, TopicRef, WaitForAppendWork,
 };
 pub use producer_ids::{AllocateProducerIdsWork, ProducerIdBlock, PRODUCER_ID_BLOCK_SIZE};
 pub use signal::LocalSignal;

@@ -41,6 +41,8 @@ pub enum ShardMessage {
     DeleteRecords(DeleteRecordsWork),
     /// Work for the group coordinator of this shard.
     Group(crate::GroupWork),
+    /// Data shard: serve this client connection from now on (its group's coordinator is here).
+    AdoptConnection(ConnectionHandoff),
     /// Data shard: take this image, open the partitions it assigns here and drop the ones it no
     /// longer does; reply when done.
     ApplyMetadata {
@@ -66,9 +68,19 @@ impl ShardMessage {
             ShardMessage::AlterConfigs(_) => "alter_configs",
             ShardMessage::DeleteRecords(_) => "delete_records",
             ShardMessage::Group(_) => "group",
+            ShardMessage::AdoptConnection(_) => "adopt_connection",
             ShardMessage::ApplyMetadata { .. } => "apply_metadata",
         }
     }
+}
+
+/// A client connection moved between shards at a request boundary: nothing of it is in flight,
+/// every request before `buffered` has been answered, and `buffered` starts with a whole frame.
+pub struct ConnectionHandoff {
+    /// The socket; closed if the message is dropped (the client reconnects).
+    pub socket: std::os::fd::OwnedFd,
+    /// Bytes read from the socket and not yet handled, starting at a frame's size prefix.
+    pub buffered: Bytes,
 }
 
 /// Validated batches for partitions of one shard.
