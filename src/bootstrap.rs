@@ -53,6 +53,9 @@ pub fn run(config: BrokerConfig) -> Result<(), String> {
         .map_err(|e| format!("cannot resolve log.dirs {}: {e}", config.log_dirs.display()))?;
     let config = Arc::new(config);
     let _lock = lock_data_dir(&config.log_dirs)?;
+    if config.is_broker() {
+        check_listener_free(&config)?;
+    }
     let topology = Topology::plan(
         &allowed_cpus(),
         config.sluice_shards,
@@ -382,6 +385,24 @@ fn listeners(config: &BrokerConfig) -> String {
         .map(|l| format!("{}:{}", l.host, l.port))
         .collect::<Vec<_>>()
         .join(", ")
+}
+
+/// Refuses to start when something already listens on the data listener's address. Every shard
+/// binds it with SO_REUSEPORT (the kernel spreads connections over the shards), and that would
+/// also let this process join another broker's socket on the same port, each taking part of the
+/// connections. Kafka fails to start there; so does Sluice: a plain bind must succeed first (it
+/// fails against any listening socket, and succeeds over connections left in TIME_WAIT).
+fn check_listener_free(config: &BrokerConfig) -> Result<(), String> {
+    let Some(listener) = config.listeners.first() else {
+        return Ok(());
+    };
+    let addr = listener.socket_addr()?;
+    if addr.port() == 0 {
+        return Ok(());
+    }
+    std::net::TcpListener::bind(addr)
+        .map(drop)
+        .map_err(|e| format!("cannot listen on {addr}: {e} (is another broker listening there?)"))
 }
 
 /// Takes an exclusive lock on the data directory, as Kafka does with `.lock`, so two brokers

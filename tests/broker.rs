@@ -280,3 +280,41 @@ fn list_offsets_finds_the_record_at_or_after_a_time() {
     assert_eq!(lookup(&mut client, -2).0, 0, "earliest");
     assert_eq!(lookup(&mut client, -1).0, 100, "latest");
 }
+
+#[test]
+fn a_second_broker_on_a_taken_port_refuses_to_start() {
+    let first = Broker::start("port-taken-first", &[]);
+    let dir = support::temp_dir("port-taken-second");
+    let log = std::fs::File::create(dir.join("broker.log")).unwrap();
+    let mut second = std::process::Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .arg("--override")
+        .arg(format!("listeners=PLAINTEXT://127.0.0.1:{}", first.port))
+        .arg("--override")
+        .arg(format!("log.dirs={}", dir.join("data").display()))
+        .env("RUST_LOG", "info,glommio=off")
+        .stdout(std::process::Stdio::null())
+        .stderr(log)
+        .spawn()
+        .expect("run sluice");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let status = loop {
+        if let Some(status) = second.try_wait().unwrap() {
+            break status;
+        }
+        if Instant::now() > deadline {
+            let _ = second.kill();
+            let _ = second.wait();
+            panic!("a second broker started on the port of the first");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(!status.success(), "the second broker must not start");
+    let stderr = std::fs::read_to_string(dir.join("broker.log")).unwrap();
+    assert!(
+        stderr.contains(&format!("cannot listen on 127.0.0.1:{}", first.port)),
+        "names the address: {stderr}"
+    );
+    assert!(!stderr.contains("sluice ready"), "{stderr}");
+    // The first broker serves on.
+    create_topic(&mut first.client(), "still-served", 1);
+}
