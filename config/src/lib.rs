@@ -180,6 +180,12 @@ pub struct BrokerConfig {
     pub log_retention_bytes: i64,
     /// `log.retention.check.interval.ms`.
     pub log_retention_check_interval_ms: u64,
+    /// `log.message.timestamp.type`: `CreateTime` or `LogAppendTime`.
+    pub log_message_timestamp_type: String,
+    /// `log.message.timestamp.before.max.ms`.
+    pub log_message_timestamp_before_max_ms: i64,
+    /// `log.message.timestamp.after.max.ms`.
+    pub log_message_timestamp_after_max_ms: i64,
     /// `log.flush.interval.messages`; None: never forced.
     pub log_flush_interval_messages: Option<u64>,
     /// `log.flush.interval.ms`; None: never forced.
@@ -340,6 +346,9 @@ impl BrokerConfig {
             log_retention_ms: 604_800_000,
             log_retention_bytes: -1,
             log_retention_check_interval_ms: 300_000,
+            log_message_timestamp_type: "CreateTime".to_string(),
+            log_message_timestamp_before_max_ms: i64::MAX,
+            log_message_timestamp_after_max_ms: 3_600_000,
             log_flush_interval_messages: None,
             log_flush_interval_ms: None,
             num_partitions: 1,

@@ -206,6 +206,33 @@ pub static SETTINGS: &[Setting] = &[
         },
     },
     Setting {
+        name: "log.message.timestamp.type",
+        doc: "CreateTime keeps the producer's record timestamps; LogAppendTime stamps each batch with the broker's time at append (topic: message.timestamp.type).",
+        apply: |c, v| {
+            c.log_message_timestamp_type = match string(v)? {
+                t @ ("CreateTime" | "LogAppendTime") => t.to_string(),
+                other => return Err(format!("expected CreateTime or LogAppendTime, got \"{other}\"")),
+            };
+            Ok(())
+        },
+    },
+    Setting {
+        name: "log.message.timestamp.before.max.ms",
+        doc: "With CreateTime, refuse batches whose timestamps lie more than this before the broker's time (topic: message.timestamp.before.max.ms).",
+        apply: |c, v| {
+            c.log_message_timestamp_before_max_ms = int_in(v, 0, i64::MAX)?;
+            Ok(())
+        },
+    },
+    Setting {
+        name: "log.message.timestamp.after.max.ms",
+        doc: "With CreateTime, refuse batches whose timestamps lie more than this after the broker's time (topic: message.timestamp.after.max.ms).",
+        apply: |c, v| {
+            c.log_message_timestamp_after_max_ms = int_in(v, 0, i64::MAX)?;
+            Ok(())
+        },
+    },
+    Setting {
         name: "log.retention.check.interval.ms",
         doc: "How often each shard checks its partitions for segments to delete.",
         apply: |c, v| {

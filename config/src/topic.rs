@@ -282,6 +282,13 @@ impl BrokerConfig {
             "segment.ms" => Some(self.log_roll_ms.to_string()),
             "retention.ms" => Some(self.log_retention_ms.to_string()),
             "retention.bytes" => Some(self.log_retention_bytes.to_string()),
+            "message.timestamp.type" => Some(self.log_message_timestamp_type.clone()),
+            "message.timestamp.before.max.ms" => {
+                Some(self.log_message_timestamp_before_max_ms.to_string())
+            }
+            "message.timestamp.after.max.ms" => {
+                Some(self.log_message_timestamp_after_max_ms.to_string())
+            }
             _ => None,
         };
         match from_broker {
@@ -403,6 +410,13 @@ fn broker_setting_value(c: &BrokerConfig, name: &str) -> (Option<String>, Config
         "log.retention.bytes" => (s(c.log_retention_bytes.to_string()), Long),
         "log.retention.check.interval.ms" => {
             (s(c.log_retention_check_interval_ms.to_string()), Long)
+        }
+        "log.message.timestamp.type" => (s(c.log_message_timestamp_type.clone()), String),
+        "log.message.timestamp.before.max.ms" => {
+            (s(c.log_message_timestamp_before_max_ms.to_string()), Long)
+        }
+        "log.message.timestamp.after.max.ms" => {
+            (s(c.log_message_timestamp_after_max_ms.to_string()), Long)
         }
         "num.partitions" => (s(c.num_partitions.to_string()), Int),
         "default.replication.factor" => (s(c.default_replication_factor.to_string()), Int),

@@ -65,6 +65,8 @@ pub(crate) struct BatchHeader {
     /// Whole batch size on disk: `batchLength + 12`.
     pub size: usize,
     pub last_offset_delta: i32,
+    /// Timestamp of the first record (CreateTime; -1 for none).
+    pub base_timestamp: i64,
     /// Largest timestamp in the batch, reported back by appends.
     pub max_timestamp: i64,
 }
@@ -87,6 +89,7 @@ impl From<RecordBatchHeader> for BatchHeader {
             base_offset: h.base_offset,
             size: h.size_bytes(),
             last_offset_delta: h.last_offset_delta,
+            base_timestamp: h.base_timestamp,
             max_timestamp: h.max_timestamp,
         }
     }
@@ -123,6 +126,15 @@ pub(crate) fn check_crc(batch: &[u8]) -> Result<(), BatchError> {
 pub(crate) fn set_base_offset(batch: &mut [u8], base_offset: i64) {
     // Callers pass batches whose header they have parsed.
     record_batch::set_base_offset(batch, base_offset).expect("batch header present");
+}
+
+/// Stamps the batch at `batch[0]` with the broker's append time (LogAppendTime): its
+/// `maxTimestamp` and timestamp-type attribute change and its CRC is recomputed, as Kafka's
+/// `setMaxTimestamp(LOG_APPEND_TIME, now)`.
+pub(crate) fn stamp_log_append_time(batch: &mut [u8], now_ms: i64) {
+    // Callers pass batches whose header and length they have checked.
+    record_batch::set_max_timestamp_and_log_append_time(batch, now_ms)
+        .expect("whole batch present");
 }
 
 /// Number of records the producer says the batch holds (informational).
@@ -188,12 +200,32 @@ pub(crate) mod testing {
         )
     }
 
-    /// [`make_batch`] with the given `maxTimestamp` (baseTimestamp 0).
+    /// [`make_batch`] with the given `maxTimestamp` (baseTimestamp at most 1,000).
     pub fn make_batch_ts(
         base_offset: i64,
         records: i32,
         payload: usize,
         fill: u8,
+        max_timestamp: i64,
+    ) -> Vec<u8> {
+        let base_timestamp = max_timestamp.min(1_000);
+        make_batch_times(
+            base_offset,
+            records,
+            payload,
+            fill,
+            base_timestamp,
+            max_timestamp,
+        )
+    }
+
+    /// [`make_batch`] with the given `baseTimestamp` and `maxTimestamp`.
+    pub fn make_batch_times(
+        base_offset: i64,
+        records: i32,
+        payload: usize,
+        fill: u8,
+        base_timestamp: i64,
         max_timestamp: i64,
     ) -> Vec<u8> {
         assert!(records >= 1);
@@ -204,7 +236,7 @@ pub(crate) mod testing {
         put(8, &((size - LOG_OVERHEAD) as i32).to_be_bytes());
         put(16, &[MAGIC_V2 as u8]);
         put(23, &(records - 1).to_be_bytes()); // lastOffsetDelta
-        put(27, &max_timestamp.min(1_000).to_be_bytes()); // baseTimestamp
+        put(27, &base_timestamp.to_be_bytes()); // baseTimestamp
         put(35, &max_timestamp.to_be_bytes()); // maxTimestamp
         put(43, &(-1i64).to_be_bytes()); // producerId
         put(51, &(-1i16).to_be_bytes()); // producerEpoch

@@ -36,6 +36,39 @@ pub struct LogConfig {
     /// Kafka's `retention.bytes`: oldest closed segments are deleted while
     /// the log stays at least this big without them. -1: no limit.
     pub retention_bytes: i64,
+    /// Kafka's `message.timestamp.type`.
+    pub timestamp_type: TimestampType,
+    /// Kafka's `message.timestamp.before.max.ms`: with CreateTime, a batch
+    /// whose timestamps lie further before the broker's time is refused.
+    pub timestamp_before_max_ms: i64,
+    /// Kafka's `message.timestamp.after.max.ms`: with CreateTime, a batch
+    /// whose timestamps lie further after the broker's time is refused. The
+    /// default here is no bound (tests append with made-up timestamps); the
+    /// broker passes Kafka's default of one hour.
+    pub timestamp_after_max_ms: i64,
+}
+
+/// Kafka's `message.timestamp.type`: whose clock the stored timestamps are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum TimestampType {
+    /// The producer's record timestamps are kept (Kafka's default).
+    #[default]
+    CreateTime,
+    /// Every batch is stamped with the broker's time when it is appended:
+    /// its `maxTimestamp` becomes that time and its timestamp-type attribute
+    /// is set, which makes every record in it read with that time.
+    LogAppendTime,
+}
+
+impl TimestampType {
+    /// From Kafka's config value (`CreateTime` / `LogAppendTime`).
+    pub fn from_config(value: &str) -> Option<TimestampType> {
+        match value {
+            "CreateTime" => Some(TimestampType::CreateTime),
+            "LogAppendTime" => Some(TimestampType::LogAppendTime),
+            _ => None,
+        }
+    }
 }
 
 /// Kafka's `segment.index.bytes` default: 10 MiB.
@@ -56,6 +89,9 @@ impl Default for LogConfig {
             segment_ms: SEVEN_DAYS_MS,
             retention_ms: SEVEN_DAYS_MS,
             retention_bytes: -1,
+            timestamp_type: TimestampType::CreateTime,
+            timestamp_before_max_ms: i64::MAX,
+            timestamp_after_max_ms: i64::MAX,
         }
     }
 }

@@ -21,6 +21,8 @@ pub enum LogError {
     InvalidBatch { position: usize, reason: String },
     #[error("record batch of {size} bytes exceeds max.message.bytes {max}")]
     RecordBatchTooLarge { size: usize, max: u32 },
+    #[error("timestamp {timestamp} of a record batch is out of range: it should be within [{low}, {high}]")]
+    InvalidTimestamp { timestamp: i64, low: i64, high: i64 },
     #[error("append of {size} bytes does not fit a segment")]
     AppendTooLarge { size: usize },
     /// A write failed earlier; the log refuses appends so that the hole the

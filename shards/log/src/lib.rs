@@ -23,7 +23,7 @@ mod waiters;
 
 pub use clock::{Clock, SystemClock};
 pub use config::{
-    LogConfig, DEFAULT_MAX_MESSAGE_BYTES, DEFAULT_SEGMENT_INDEX_BYTES, SEVEN_DAYS_MS,
+    LogConfig, TimestampType, DEFAULT_MAX_MESSAGE_BYTES, DEFAULT_SEGMENT_INDEX_BYTES, SEVEN_DAYS_MS,
 };
 pub use error::LogError;
 pub use log::{FetchDataInfo, Log, LogAppendInfo};

@@ -26,7 +26,7 @@ use crate::checkpoint::{
     new_writer_id, write_checkpoint, LOG_START_OFFSET_FILE, RECOVERY_POINT_FILE,
 };
 use crate::clock::{Clock, SystemClock};
-use crate::config::LogConfig;
+use crate::config::{LogConfig, TimestampType};
 use crate::error::LogError;
 use crate::file_io::{read_exact, write_all};
 use crate::index::{OFFSET_ENTRY_BYTES, TIME_ENTRY_BYTES};
@@ -44,6 +44,8 @@ pub struct LogAppendInfo {
     pub first_offset: i64,
     pub last_offset: i64,
     pub max_timestamp: i64,
+    /// The broker time the batches were stamped with (LogAppendTime), else -1.
+    pub log_append_time_ms: i64,
     pub log_start_offset: i64,
     pub bytes: usize,
 }
@@ -145,6 +147,7 @@ struct Reservation {
 }
 
 /// What the append path learns from a walk over the caller's batches.
+#[derive(Clone, Copy)]
 struct AppendSummary {
     offsets: i64,
     batches: usize,
@@ -170,6 +173,28 @@ fn check_batch(
     }
     Ok(header)
 }
+
+/// Kafka's `LogValidator.validateTimestamp` for CreateTime, on the batch's first and largest
+/// timestamps (the records inside are not decoded): a timestamp more than
+/// `timestamp_before_max_ms` before or `timestamp_after_max_ms` after the broker's time is
+/// refused. A batch without timestamps (-1) passes.
+fn check_timestamps(header: &BatchHeader, now_ms: i64, config: &LogConfig) -> Result<(), LogError> {
+    let low = now_ms.saturating_sub(config.timestamp_before_max_ms);
+    let high = now_ms.saturating_add(config.timestamp_after_max_ms);
+    for timestamp in [header.base_timestamp, header.max_timestamp] {
+        if timestamp != NO_TIMESTAMP && !(low..=high).contains(&timestamp) {
+            return Err(LogError::InvalidTimestamp {
+                timestamp,
+                low,
+                high,
+            });
+        }
+    }
+    Ok(())
+}
+
+/// A batch's timestamp when it carries none.
+const NO_TIMESTAMP: i64 = -1;
 
 /// Header bytes read per I/O while looking for a batch in a segment.
 const MIN_SCAN_READ_BYTES: u64 = 16 * 1024;
@@ -355,10 +380,14 @@ impl Log {
             batches: 0,
             max_timestamp: -1,
         };
-        let max_message_bytes = self.config.borrow().max_message_bytes;
+        let config = self.config.borrow();
+        let now_ms = self.clock.now_ms();
         let mut pos = 0;
         while pos < batches.len() {
-            let header = check_batch(batches, pos, max_message_bytes)?;
+            let header = check_batch(batches, pos, config.max_message_bytes)?;
+            if config.timestamp_type == TimestampType::CreateTime {
+                check_timestamps(&header, now_ms, &config)?;
+            }
             summary.offsets += header.offset_count();
             summary.batches += 1;
             summary.max_timestamp = summary.max_timestamp.max(header.max_timestamp);
@@ -380,12 +409,26 @@ impl Log {
         let first_offset = st.log_end_offset;
         let last_offset = first_offset + summary.offsets - 1;
         let now_ms = self.clock.now_ms();
+        // LogAppendTime: the batches carry the broker's time from here on, for the roll
+        // decision, the time index and the answer alike.
+        let log_append_time_ms =
+            (self.config.borrow().timestamp_type == TimestampType::LogAppendTime).then_some(now_ms);
+        let summary = AppendSummary {
+            max_timestamp: log_append_time_ms.unwrap_or(summary.max_timestamp),
+            ..*summary
+        };
         let (segment, rolled_from) =
-            self.segment_for_append(&mut st, batches.len(), last_offset, summary, now_ms)?;
+            self.segment_for_append(&mut st, batches.len(), last_offset, &summary, now_ms)?;
         let creates_segment = rolled_from.is_some();
         let position = segment.size.get();
         let mut buf = batches.to_vec();
-        let index_write = self.patch_and_index(&mut buf, &segment, first_offset, position);
+        let index_write = self.patch_and_index(
+            &mut buf,
+            &segment,
+            first_offset,
+            position,
+            log_append_time_ms,
+        );
         segment.size.set(position + buf.len() as u64);
         segment.last_modified_ms.set(now_ms);
         st.log_end_offset = last_offset + 1;
@@ -406,6 +449,7 @@ impl Log {
             first_offset,
             last_offset,
             max_timestamp: summary.max_timestamp,
+            log_append_time_ms: log_append_time_ms.unwrap_or(NO_TIMESTAMP),
             log_start_offset: st.log_start_offset,
             bytes: buf.len(),
         };
@@ -494,6 +538,7 @@ impl Log {
         segment: &LogSegment,
         first_offset: i64,
         position: u64,
+        log_append_time_ms: Option<i64>,
     ) -> IndexWrite {
         let mut index = segment.offset_index.borrow_mut();
         let mut time = segment.time_index.borrow_mut();
@@ -502,7 +547,10 @@ impl Log {
         let mut offset = first_offset;
         let mut pos = 0usize;
         while pos < buf.len() {
-            // Framing was checked by `summarize`; only offsets change here.
+            if let Some(now_ms) = log_append_time_ms {
+                batch::stamp_log_append_time(&mut buf[pos..], now_ms);
+            }
+            // Framing was checked by `summarize`; only offsets (and the append time) change here.
             let Ok(header) = parse_header(&buf[pos..]) else {
                 unreachable!("batch framing changed after validation")
             };

@@ -18,9 +18,13 @@ pub enum ReplicaError {
         /// Next offset to be written.
         log_end_offset: i64,
     },
+    /// A batch's timestamp lies outside `message.timestamp.before.max.ms` /
+    /// `message.timestamp.after.max.ms` of the broker's time (CreateTime topics).
+    #[error(transparent)]
+    InvalidTimestamp(LogError),
     /// The log failed (disk error); the partition is unusable until restart.
     #[error("storage error: {0}")]
-    Storage(#[from] LogError),
+    Storage(LogError),
     /// An idempotent producer's batch was refused (stale epoch, sequence gap, bad sequence).
     #[error(transparent)]
     Producer(#[from] ProducerStateError),
@@ -28,4 +32,13 @@ pub enum ReplicaError {
     /// failed (the log stopped): the retry is not acknowledged.
     #[error("the first attempt of this retried batch failed")]
     DuplicateOfFailedAppend,
+}
+
+impl From<LogError> for ReplicaError {
+    fn from(error: LogError) -> Self {
+        match error {
+            LogError::InvalidTimestamp { .. } => ReplicaError::InvalidTimestamp(error),
+            other => ReplicaError::Storage(other),
+        }
+    }
 }

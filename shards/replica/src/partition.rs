@@ -180,6 +180,8 @@ impl Partition {
             first_offset: original.first_offset,
             last_offset: original.last_offset,
             max_timestamp: original.max_timestamp,
+            // The first attempt's answer carried the append time; the retry's is not kept.
+            log_append_time_ms: -1,
             log_start_offset: self.log.log_start_offset(),
             bytes: 0,
         })

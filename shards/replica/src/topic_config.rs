@@ -4,14 +4,15 @@
 
 use std::collections::BTreeMap;
 
-use sluice_log::LogConfig;
+use sluice_log::{LogConfig, TimestampType};
 
 /// `base` with the topic's overrides applied. The controller validated every value; one that
 /// does not parse (never expected) leaves the base setting. Of Kafka's topic configs, those the
 /// log implements are mapped here: `segment.bytes`, `segment.ms`, `segment.index.bytes`,
 /// `index.interval.bytes`, `retention.ms`, `retention.bytes`, `flush.messages`, `flush.ms`,
-/// `max.message.bytes`. (`segment.jitter.ms`, `cleanup.policy`, `min.insync.replicas`,
-/// `message.timestamp.*`, compression and the rest have no log behaviour yet.)
+/// `max.message.bytes`, `message.timestamp.type`, `message.timestamp.before.max.ms`,
+/// `message.timestamp.after.max.ms`. (`segment.jitter.ms`, `cleanup.policy`,
+/// `min.insync.replicas`, compression and the rest have no log behaviour yet.)
 pub fn log_config_with_overrides(
     base: &LogConfig,
     configs: &BTreeMap<String, String>,
@@ -38,6 +39,18 @@ pub fn log_config_with_overrides(
     }
     if let Some(n) = int("retention.bytes") {
         config.retention_bytes = n;
+    }
+    if let Some(t) = configs
+        .get("message.timestamp.type")
+        .and_then(|v| TimestampType::from_config(v.trim()))
+    {
+        config.timestamp_type = t;
+    }
+    if let Some(n) = int("message.timestamp.before.max.ms").filter(|n| *n >= 0) {
+        config.timestamp_before_max_ms = n;
+    }
+    if let Some(n) = int("message.timestamp.after.max.ms").filter(|n| *n >= 0) {
+        config.timestamp_after_max_ms = n;
     }
     // Kafka's default for both is Long.MAX_VALUE: never forced.
     if let Some(n) = int("flush.messages") {
@@ -66,6 +79,9 @@ mod tests {
             ("index.interval.bytes", "100"),
             ("max.message.bytes", "2000"),
             ("cleanup.policy", "delete"),
+            ("message.timestamp.type", "LogAppendTime"),
+            ("message.timestamp.before.max.ms", "86400000"),
+            ("message.timestamp.after.max.ms", "60000"),
         ]
         .into_iter()
         .map(|(k, v)| (k.to_string(), v.to_string()))
@@ -78,6 +94,9 @@ mod tests {
         assert_eq!(c.flush_messages, Some(1));
         assert_eq!(c.flush_ms, None);
         assert_eq!(c.index_interval_bytes, 100);
+        assert_eq!(c.timestamp_type, TimestampType::LogAppendTime);
+        assert_eq!(c.timestamp_before_max_ms, 86_400_000);
+        assert_eq!(c.timestamp_after_max_ms, 60_000);
         assert_eq!(c.max_message_bytes, 2000);
         assert_eq!(log_config_with_overrides(&base, &BTreeMap::new()), base);
     }

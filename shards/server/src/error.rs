@@ -38,6 +38,7 @@ pub fn replica_error_code(error: &ReplicaError) -> ErrorCode {
     match error {
         ReplicaError::UnknownTopicOrPartition => ErrorCode::UNKNOWN_TOPIC_OR_PARTITION,
         ReplicaError::OffsetOutOfRange { .. } => ErrorCode::OFFSET_OUT_OF_RANGE,
+        ReplicaError::InvalidTimestamp(_) => ErrorCode::INVALID_TIMESTAMP,
         ReplicaError::Storage(_) => ErrorCode::KAFKA_STORAGE_ERROR,
         // Retriable for the client: the retry is written anew or finds the log failed.
         ReplicaError::DuplicateOfFailedAppend => ErrorCode::KAFKA_STORAGE_ERROR,

@@ -33,7 +33,7 @@ use glommio::channels::channel_mesh::{Full, MeshBuilder};
 use glommio::net::TcpListener;
 use glommio::sync::Gate;
 use sluice_config::BrokerConfig;
-use sluice_log::LogConfig;
+use sluice_log::{LogConfig, TimestampType};
 use sluice_replica::ReplicaManager;
 use sluice_shard::{Envelope, ShardId, ShardMesh};
 use tracing::{error, info, warn};
@@ -84,6 +84,10 @@ pub fn log_config(config: &BrokerConfig) -> LogConfig {
         segment_ms: config.log_roll_ms,
         retention_ms: config.log_retention_ms,
         retention_bytes: config.log_retention_bytes,
+        timestamp_type: TimestampType::from_config(&config.log_message_timestamp_type)
+            .unwrap_or_default(),
+        timestamp_before_max_ms: config.log_message_timestamp_before_max_ms,
+        timestamp_after_max_ms: config.log_message_timestamp_after_max_ms,
         ..LogConfig::default()
     }
 }

@@ -914,3 +914,119 @@ fn config_updates_apply_to_the_next_operation() {
         log.delete().await.unwrap();
     });
 }
+
+/// `message.timestamp.type=LogAppendTime`: every batch of an append carries the broker's time
+/// (maxTimestamp and the timestamp-type attribute, with a valid CRC), and the answer, the time
+/// index and timestamp lookups use it; the producer's timestamps are gone.
+#[test]
+fn log_append_time_stamps_every_batch() {
+    run(|| async {
+        let clock = Rc::new(FakeClock(Cell::new(5_000_000)));
+        let config = LogConfig {
+            timestamp_type: crate::TimestampType::LogAppendTime,
+            ..small_config()
+        };
+        let log = Log::open_with_clock(test_dir("log-append-time"), config, clock.clone())
+            .await
+            .unwrap();
+        let info = log
+            .append(&ts_batches(&[(3, 100), (2, 9_999_999)], 40))
+            .await
+            .unwrap();
+        assert_eq!(
+            (info.log_append_time_ms, info.max_timestamp),
+            (5_000_000, 5_000_000)
+        );
+        clock.0.set(6_000_000);
+        let later = log.append(&ts_batches(&[(1, 1)], 40)).await.unwrap();
+        assert_eq!(later.log_append_time_ms, 6_000_000);
+
+        let read = log.read(0, 1 << 20, false, None).await.unwrap().records;
+        let stored: Vec<(i64, i64)> = HeaderWalker::new(&read)
+            .map(|(pos, h)| {
+                let batch = &read[pos..pos + h.size];
+                check_crc(batch).expect("the stamped batch's CRC is recomputed");
+                let full = sluice_protocol::record_batch::parse_header(batch).unwrap();
+                assert!(full.timestamp_type_log_append());
+                (h.base_offset, h.max_timestamp)
+            })
+            .collect();
+        assert_eq!(stored, vec![(0, 5_000_000), (3, 5_000_000), (5, 6_000_000)]);
+        assert_eq!(
+            log.offset_for_timestamp(100).await.unwrap(),
+            Some((0, 5_000_000))
+        );
+        assert_eq!(
+            log.offset_for_timestamp(5_000_001).await.unwrap(),
+            Some((5, 6_000_000))
+        );
+        log.delete().await.unwrap();
+    });
+}
+
+/// CreateTime with `message.timestamp.before.max.ms` / `after.max.ms`: a batch whose first or
+/// largest timestamp lies outside [now - before, now + after] is refused without taking an
+/// offset; one without timestamps (-1) passes; LogAppendTime ignores the bounds.
+#[test]
+fn create_time_bounds_refuse_batches_out_of_range() {
+    run(|| async {
+        let now = 10_000_000;
+        let clock = Rc::new(FakeClock(Cell::new(now)));
+        let config = LogConfig {
+            timestamp_before_max_ms: 1_000_000,
+            timestamp_after_max_ms: 60_000,
+            ..small_config()
+        };
+        let log = Log::open_with_clock(test_dir("timestamp-bounds"), config.clone(), clock)
+            .await
+            .unwrap();
+        // One record: its timestamp is the batch's first and largest.
+        let append = |ts: i64| {
+            let log = log.clone();
+            async move {
+                let batch = crate::batch::testing::make_batch_times(0, 1, 10, 7, ts, ts);
+                log.append(&batch).await.map(|i| i.first_offset)
+            }
+        };
+        assert_eq!(
+            append(now + 60_000).await.unwrap(),
+            0,
+            "the upper bound itself"
+        );
+        assert!(matches!(
+            append(now + 60_001).await,
+            Err(LogError::InvalidTimestamp { timestamp, low: 9_000_000, high: 10_060_000 })
+                if timestamp == now + 60_001
+        ));
+        assert_eq!(
+            append(now - 1_000_000).await.unwrap(),
+            1,
+            "the lower bound itself"
+        );
+        assert!(matches!(
+            append(now - 1_000_001).await,
+            Err(LogError::InvalidTimestamp { .. })
+        ));
+        // A batch's first timestamp counts too (here far older than its largest).
+        assert!(matches!(
+            log.append(&ts_batches(&[(2, now)], 10)).await,
+            Err(LogError::InvalidTimestamp {
+                timestamp: 1_000,
+                ..
+            })
+        ));
+        assert_eq!(
+            append(-1).await.unwrap(),
+            2,
+            "no timestamp, nothing to check"
+        );
+        assert_eq!(log.log_end_offset(), 3, "refused batches took no offsets");
+
+        log.update_config(LogConfig {
+            timestamp_type: crate::TimestampType::LogAppendTime,
+            ..config
+        });
+        assert_eq!(append(now + 999_999_999).await.unwrap(), 3);
+        log.delete().await.unwrap();
+    });
+}

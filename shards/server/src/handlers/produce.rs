@@ -261,7 +261,7 @@ fn partition_response(
                 index,
                 error_code: ErrorCode::NONE.0,
                 base_offset: info.first_offset,
-                log_append_time_ms: -1,
+                log_append_time_ms: info.log_append_time_ms,
                 log_start_offset: info.log_start_offset,
                 ..PartitionProduceResponse::default()
             },
