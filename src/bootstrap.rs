@@ -9,6 +9,7 @@
 //! shard has drained, each closes its logs (flush + clean-shutdown marker) and exits.
 
 use std::fs::File;
+use std::net::{IpAddr, SocketAddr};
 use std::os::fd::AsRawFd;
 use std::path::Path;
 use std::rc::Rc;
@@ -390,8 +391,9 @@ fn listeners(config: &BrokerConfig) -> String {
 /// Refuses to start when something already listens on the data listener's address. Every shard
 /// binds it with SO_REUSEPORT (the kernel spreads connections over the shards), and that would
 /// also let this process join another broker's socket on the same port, each taking part of the
-/// connections. Kafka fails to start there; so does Sluice: a plain bind must succeed first (it
-/// fails against any listening socket, and succeeds over connections left in TIME_WAIT).
+/// connections. Kafka fails to start there; so does Sluice. The kernel's table of listening
+/// sockets is read rather than a test bind tried: a plain bind also fails on the connections a
+/// killed broker left closing on the port, which must not stop its restart.
 fn check_listener_free(config: &BrokerConfig) -> Result<(), String> {
     let Some(listener) = config.listeners.first() else {
         return Ok(());
@@ -400,9 +402,74 @@ fn check_listener_free(config: &BrokerConfig) -> Result<(), String> {
     if addr.port() == 0 {
         return Ok(());
     }
-    std::net::TcpListener::bind(addr)
-        .map(drop)
-        .map_err(|e| format!("cannot listen on {addr}: {e} (is another broker listening there?)"))
+    // A killed broker's listening sockets outlive its process for a moment: its io_uring holds
+    // them until the kernel tears the ring down after the exit. Its restart waits for that
+    // (meanwhile a SO_REUSEPORT bind would succeed and share connections with a dying socket).
+    let started = Instant::now();
+    while port_listened_on(addr) {
+        if started.elapsed() >= LISTENER_GONE_WAIT {
+            return Err(format!(
+                "cannot listen on {addr}: another process is listening on port {} (another broker?)",
+                addr.port()
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    if started.elapsed() >= Duration::from_millis(10) {
+        info!(
+            "waited {} ms for an earlier listener on {addr} to close",
+            started.elapsed().as_millis()
+        );
+    }
+    Ok(())
+}
+
+/// How long a start waits for a listener on its port to go away.
+const LISTENER_GONE_WAIT: Duration = Duration::from_secs(5);
+
+/// Whether a socket listens on `addr`'s port at `addr`'s address or a wildcard one (or at any
+/// address when `addr`'s is the wildcard).
+fn port_listened_on(addr: SocketAddr) -> bool {
+    ["/proc/net/tcp", "/proc/net/tcp6"]
+        .iter()
+        .filter_map(|path| std::fs::read_to_string(path).ok())
+        .flat_map(|table| listening_sockets(&table))
+        .any(|other| {
+            other.port() == addr.port()
+                && (other.ip() == addr.ip()
+                    || other.ip().is_unspecified()
+                    || addr.ip().is_unspecified())
+        })
+}
+
+/// The local addresses of the sockets in LISTEN state in a `/proc/net/tcp{,6}` table. Each line:
+/// `sl local_address rem_address st ...`, addresses as hex words in host byte order, then
+/// `:PORT` in hex; state `0A` is LISTEN. Lines that do not parse are skipped.
+fn listening_sockets(table: &str) -> Vec<SocketAddr> {
+    const LISTEN: &str = "0A";
+    table
+        .lines()
+        .skip(1)
+        .filter_map(|line| {
+            let fields: Vec<&str> = line.split_whitespace().collect();
+            let (local, state) = (fields.get(1)?, fields.get(3)?);
+            if *state != LISTEN {
+                return None;
+            }
+            let (ip_hex, port_hex) = local.split_once(':')?;
+            let port = u16::from_str_radix(port_hex, 16).ok()?;
+            let words = (0..ip_hex.len() / 8)
+                .map(|i| u32::from_str_radix(ip_hex.get(i * 8..i * 8 + 8)?, 16).ok())
+                .collect::<Option<Vec<u32>>>()?;
+            let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_ne_bytes()).collect();
+            let ip = match bytes.len() {
+                4 => IpAddr::from(<[u8; 4]>::try_from(bytes).ok()?),
+                16 => IpAddr::from(<[u8; 16]>::try_from(bytes).ok()?),
+                _ => return None,
+            };
+            Some(SocketAddr::new(ip, port))
+        })
+        .collect()
 }
 
 /// Takes an exclusive lock on the data directory, as Kafka does with `.lock`, so two brokers
@@ -418,4 +485,40 @@ fn lock_data_dir(dir: &Path) -> Result<File, String> {
         ));
     }
     Ok(file)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `/proc/net/tcp{,6}` print address words in host byte order: these lines are as a
+    /// little-endian kernel writes them.
+    #[cfg(target_endian = "little")]
+    #[test]
+    fn listening_sockets_are_read_from_the_kernel_tables() {
+        let tcp = "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode
+   0: 0100007F:2384 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 1 1 0 100 0 0 10 0
+   1: 0100007F:2384 0100007F:D2C4 01 00000000:00000000 00:00000000 00000000     0        0 2 1 0 20 4 30 10 -1
+   2: 00000000:4B64 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 3 1 0 100 0 0 10 0
+   3: garbage";
+        assert_eq!(
+            listening_sockets(tcp),
+            vec![
+                "127.0.0.1:9092".parse::<SocketAddr>().unwrap(),
+                "0.0.0.0:19300".parse().unwrap()
+            ],
+            "LISTEN lines only; the established one and the garbage are skipped"
+        );
+        let tcp6 =
+            "  sl  local_address                         remote_address                        st
+   0: 00000000000000000000000001000000:2384 00000000000000000000000000000000:0000 0A
+   1: 00000000000000000000000000000000:1F90 00000000000000000000000000000000:0000 0A";
+        assert_eq!(
+            listening_sockets(tcp6),
+            vec![
+                "[::1]:9092".parse::<SocketAddr>().unwrap(),
+                "[::]:8080".parse().unwrap()
+            ]
+        );
+    }
 }

@@ -1,7 +1,8 @@
 //! InitProducerId (key 22) for idempotent producers: a producer id never handed out before
-//! (from this shard's block of ids, see `producer_ids.rs`) with epoch 0, or, when the producer
-//! passes its current id and epoch (v3+, KIP-360, after an unresolved sequence error), the same
-//! id with the next epoch — a new id when the epoch is exhausted.
+//! (from this shard's block of ids, see `producer_ids.rs`) with epoch 0 — also when the producer
+//! passes its current id and epoch (v3+, KIP-360, after an unresolved sequence error): Kafka's
+//! broker answers every non-transactional InitProducerId with a fresh id, never bumping the
+//! given one, so no client can fence another's producer by naming its id.
 
 use sluice_protocol::error::ErrorCode;
 use sluice_protocol::messages::init_producer_id::{
@@ -40,19 +41,6 @@ pub async fn handle(
     if (request.producer_id == NO_PRODUCER_ID) != (request.producer_epoch == NO_PRODUCER_EPOCH) {
         return error(ErrorCode::INVALID_REQUEST);
     }
-    // KIP-360 epoch bump: keep the id, next epoch. (Kafka's broker gives an idempotent
-    // producer a fresh id here instead; keeping the id and bumping the epoch also fences the
-    // old epoch on every partition, and the producer restarts its sequences at 0 either way.)
-    if request.producer_id >= 0
-        && request.producer_epoch >= 0
-        && !epoch_exhausted(request.producer_epoch)
-    {
-        return InitProducerIdResponse {
-            producer_id: request.producer_id,
-            producer_epoch: request.producer_epoch + 1,
-            ..InitProducerIdResponse::default()
-        };
-    }
     match ctx.producer_ids.next_id(ctx).await {
         Ok(producer_id) => InitProducerIdResponse {
             producer_id,
@@ -64,24 +52,5 @@ pub async fn handle(
             // Retriable: the client asks again.
             error(ErrorCode::COORDINATOR_NOT_AVAILABLE)
         }
-    }
-}
-
-/// Kafka's `ProducerIdAndEpoch.isEpochExhausted`: the epoch cannot be bumped once more (the
-/// last value is kept for the bump that fences).
-fn epoch_exhausted(epoch: i16) -> bool {
-    epoch >= i16::MAX - 1
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn epochs_exhaust_below_i16_max() {
-        assert!(!epoch_exhausted(0));
-        assert!(!epoch_exhausted(i16::MAX - 2));
-        assert!(epoch_exhausted(i16::MAX - 1));
-        assert!(epoch_exhausted(i16::MAX));
     }
 }
