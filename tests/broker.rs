@@ -5,8 +5,20 @@ mod support;
 use std::io::Write;
 use std::time::{Duration, Instant};
 
+use bytes::Bytes;
+use sluice_protocol::codec::Uuid;
 use sluice_protocol::header::RequestHeader;
 use sluice_protocol::messages::api_versions::ApiVersionsRequest;
+use sluice_protocol::messages::describe_cluster::DescribeClusterRequest;
+use sluice_protocol::messages::fetch::{FetchPartition, FetchRequest, FetchResponse, FetchTopic};
+use sluice_protocol::messages::join_group::{JoinGroupRequest, JoinGroupRequestProtocol};
+use sluice_protocol::messages::list_offsets::{
+    ListOffsetsPartition, ListOffsetsRequest, ListOffsetsTopic,
+};
+use sluice_protocol::messages::metadata::{MetadataRequest, MetadataRequestTopic};
+use sluice_protocol::messages::produce::{
+    PartitionProduceData, ProduceRequest, ProduceResponse, TopicProduceData,
+};
 use sluice_protocol::request::{encode_request, RequestBody, ResponseBody};
 use support::{batch, create_topic, fetch, fetch_request, produce, Broker, Client};
 
@@ -29,11 +41,14 @@ fn advertises_what_it_serves_and_stops_cleanly() {
             .find(|k| k.api_key == key)
             .map(|k| (k.min_version, k.max_version))
     };
-    assert_eq!(range(0), Some((3, 11)), "Produce");
-    assert!(range(1).is_some_and(|(_, max)| max >= 16), "Fetch");
-    assert!(range(3).is_some_and(|(_, max)| max >= 12), "Metadata");
+    // Kafka 4.1.1's ranges (Produce 0-2 carry the old message formats and stay out).
+    assert_eq!(range(0), Some((3, 13)), "Produce");
+    assert_eq!(range(1), Some((4, 18)), "Fetch");
+    assert_eq!(range(2), Some((1, 10)), "ListOffsets");
+    assert_eq!(range(3), Some((0, 13)), "Metadata");
     assert_eq!(range(18), Some((0, 4)), "ApiVersions");
-    assert_eq!(range(11), Some((2, 9)), "JoinGroup");
+    assert_eq!(range(11), Some((0, 9)), "JoinGroup");
+    assert_eq!(range(60), Some((0, 2)), "DescribeCluster");
     assert_eq!(
         range(28),
         None,
@@ -317,4 +332,263 @@ fn a_second_broker_on_a_taken_port_refuses_to_start() {
     assert!(!stderr.contains("sluice ready"), "{stderr}");
     // The first broker serves on.
     create_topic(&mut first.client(), "still-served", 1);
+}
+
+const UNKNOWN_TOPIC_ID: i16 = 100;
+
+/// A Produce of one batch to partition 0 of the topic with id `id` (v13) or name `name` (older).
+fn produce_to(
+    client: &mut Client,
+    version: i16,
+    name: &str,
+    id: Uuid,
+    records: Bytes,
+) -> ProduceResponse {
+    let by_id = version >= 13;
+    let request = ProduceRequest {
+        transactional_id: None,
+        acks: -1,
+        timeout_ms: 30_000,
+        topic_data: vec![TopicProduceData {
+            name: if by_id { String::new() } else { name.into() },
+            topic_id: if by_id { id } else { Uuid::ZERO },
+            partition_data: vec![PartitionProduceData {
+                index: 0,
+                records: Some(records),
+            }],
+        }],
+    };
+    let ResponseBody::Produce(response) = client.call(0, version, RequestBody::Produce(request))
+    else {
+        panic!("wrong response kind")
+    };
+    response
+}
+
+/// A consumer's Fetch v18 of partition 0 of topic `id` from offset 0, answered at once.
+fn fetch_v18(client: &mut Client, id: Uuid) -> FetchResponse {
+    let request = FetchRequest {
+        max_wait_ms: 0,
+        min_bytes: 0,
+        max_bytes: 50 << 20,
+        topics: vec![FetchTopic {
+            topic: String::new(),
+            topic_id: id,
+            partitions: vec![FetchPartition {
+                partition: 0,
+                fetch_offset: 0,
+                partition_max_bytes: 1 << 20,
+                ..FetchPartition::default()
+            }],
+        }],
+        ..FetchRequest::default()
+    };
+    let ResponseBody::Fetch(response) = client.call(1, 18, RequestBody::Fetch(request)) else {
+        panic!("wrong response kind")
+    };
+    response
+}
+
+#[test]
+fn produce_v13_by_topic_id_is_read_back_by_fetch_v18() {
+    let broker = Broker::start("topic-ids", &[]);
+    let mut client = broker.client();
+    create_topic(&mut client, "by-id", 1);
+    let id = support::topic_id(&mut client, "by-id");
+    assert!(!id.is_zero());
+
+    let first = batch("v13", 3);
+    let response = produce_to(&mut client, 13, "", id, first.clone());
+    let topic = &response.responses[0];
+    assert_eq!(topic.topic_id, id, "answered by id");
+    let p = &topic.partition_responses[0];
+    assert_eq!(
+        (p.error_code, p.base_offset),
+        (0, 0),
+        "{:?}",
+        p.error_message
+    );
+    // v12 is v11 on the wire: by name.
+    let second = batch("v12", 2);
+    let response = produce_to(&mut client, 12, "by-id", Uuid::ZERO, second.clone());
+    let p = &response.responses[0].partition_responses[0];
+    assert_eq!((p.error_code, p.base_offset), (0, 3));
+    // An id no topic has: UNKNOWN_TOPIC_ID, and nothing is created.
+    let stranger = Uuid::from_u128(0x5eed);
+    let response = produce_to(&mut client, 13, "", stranger, batch("lost", 1));
+    assert_eq!(response.responses[0].topic_id, stranger);
+    assert_eq!(
+        response.responses[0].partition_responses[0].error_code,
+        UNKNOWN_TOPIC_ID
+    );
+
+    // Fetch v18 (a consumer: no follower high watermark) reads both batches back by id.
+    let response = fetch_v18(&mut client, id);
+    assert_eq!(response.error_code, 0);
+    let topic = &response.responses[0];
+    assert_eq!(topic.topic_id, id);
+    let p = &topic.partitions[0];
+    assert_eq!((p.error_code, p.high_watermark), (0, 5));
+    let records = p.records.clone().unwrap_or_default();
+    assert_eq!(records.len(), first.len() + second.len());
+    assert_eq!(&records[8..first.len()], &first[8..], "stored as sent");
+    assert_eq!(&records[first.len()..first.len() + 8], &3i64.to_be_bytes());
+    let response = fetch_v18(&mut client, stranger);
+    assert_eq!(response.responses[0].topic_id, stranger);
+    assert_eq!(
+        response.responses[0].partitions[0].error_code,
+        UNKNOWN_TOPIC_ID
+    );
+
+    // ListOffsets v10: its timeout_ms bounds only remote (tiered) lookups; the latest is 5.
+    let request = ListOffsetsRequest {
+        replica_id: -1,
+        isolation_level: 0,
+        topics: vec![ListOffsetsTopic {
+            name: "by-id".into(),
+            partitions: vec![ListOffsetsPartition {
+                partition_index: 0,
+                timestamp: -1,
+                ..ListOffsetsPartition::default()
+            }],
+        }],
+        timeout_ms: 1,
+    };
+    let ResponseBody::ListOffsets(response) = client.call(2, 10, RequestBody::ListOffsets(request))
+    else {
+        panic!("wrong response kind")
+    };
+    let p = &response.topics[0].partitions[0];
+    assert_eq!((p.error_code, p.offset), (0, 5));
+
+    // Metadata v13: no top-level error; a topic asked by an unknown id is UNKNOWN_TOPIC_ID.
+    let request = MetadataRequest {
+        topics: Some(vec![
+            MetadataRequestTopic {
+                topic_id: id,
+                name: None,
+            },
+            MetadataRequestTopic {
+                topic_id: stranger,
+                name: None,
+            },
+        ]),
+        allow_auto_topic_creation: false,
+        ..MetadataRequest::default()
+    };
+    let ResponseBody::Metadata(response) = client.call(3, 13, RequestBody::Metadata(request))
+    else {
+        panic!("wrong response kind")
+    };
+    assert_eq!(response.error_code, 0);
+    assert_eq!(response.brokers.len(), 1);
+    let found: Vec<(i16, Option<&str>)> = response
+        .topics
+        .iter()
+        .map(|t| (t.error_code, t.name.as_deref()))
+        .collect();
+    assert_eq!(found, vec![(0, Some("by-id")), (UNKNOWN_TOPIC_ID, None)]);
+}
+
+#[test]
+fn describe_cluster_v2_marks_brokers_and_refuses_the_controller_endpoint_type() {
+    let broker = Broker::start("describe-v2", &[]);
+    let mut client = broker.client();
+    let describe = |client: &mut Client, request: DescribeClusterRequest| {
+        let ResponseBody::DescribeCluster(response) =
+            client.call(60, 2, RequestBody::DescribeCluster(request))
+        else {
+            panic!("wrong response kind")
+        };
+        response
+    };
+    for include_fenced_brokers in [false, true] {
+        let response = describe(
+            &mut client,
+            DescribeClusterRequest {
+                include_fenced_brokers,
+                ..DescribeClusterRequest::default()
+            },
+        );
+        assert_eq!(response.error_code, 0);
+        // One broker, live: listed unfenced whether or not fenced ones were asked for.
+        let brokers: Vec<(u16, bool)> = response
+            .brokers
+            .iter()
+            .map(|b| (b.port as u16, b.is_fenced))
+            .collect();
+        assert_eq!(brokers, vec![(broker.port, false)]);
+        assert_eq!(response.controller_id, response.brokers[0].broker_id);
+        assert!(!response.cluster_id.is_empty());
+    }
+    let response = describe(
+        &mut client,
+        DescribeClusterRequest {
+            endpoint_type: 2,
+            ..DescribeClusterRequest::default()
+        },
+    );
+    assert_eq!(response.error_code, 114, "MISMATCHED_ENDPOINT_TYPE");
+    assert!(response.brokers.is_empty());
+}
+
+#[test]
+fn join_group_v0_waits_for_known_members_as_long_as_their_session_timeout() {
+    const GROUP: &str = "old-clients";
+    let broker = Broker::start("join-v0", &["group.initial.rebalance.delay.ms=0"]);
+    let mut first = broker.client();
+    support::wait_for_coordinator(&mut first, GROUP);
+    // v0 has no rebalance timeout: the coordinator takes the session timeout for it.
+    let join = |member_id: &str| {
+        RequestBody::JoinGroup(JoinGroupRequest {
+            group_id: GROUP.into(),
+            session_timeout_ms: 10_000,
+            member_id: member_id.into(),
+            protocol_type: "consumer".into(),
+            protocols: vec![JoinGroupRequestProtocol {
+                name: "range".into(),
+                metadata: Bytes::from_static(b"meta"),
+            }],
+            ..JoinGroupRequest::default()
+        })
+    };
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let joined = loop {
+        let ResponseBody::JoinGroup(r) = first.call(11, 0, join("")) else {
+            panic!("wrong response kind")
+        };
+        // COORDINATOR_LOAD_IN_PROGRESS while `__consumer_offsets` loads.
+        if r.error_code != 14 || Instant::now() > deadline {
+            break r;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert_eq!(joined.error_code, 0, "{joined:?}");
+    assert_eq!(joined.generation_id, 1);
+    assert!(
+        !joined.member_id.is_empty(),
+        "v0 gets its member id at once"
+    );
+    assert_eq!(joined.leader, joined.member_id);
+    assert_eq!(joined.protocol_name.as_deref(), Some("range"));
+    assert_eq!(joined.members.len(), 1);
+
+    // A second member joins: the rebalance waits for the first to rejoin, for up to the
+    // first's session timeout (with no rebalance timeout at all it would end at once,
+    // without the first member).
+    let mut second = broker.client();
+    second.send(11, 0, join(""));
+    std::thread::sleep(Duration::from_millis(500));
+    let ResponseBody::JoinGroup(rejoined) = first.call(11, 0, join(&joined.member_id)) else {
+        panic!("wrong response kind")
+    };
+    assert_eq!(rejoined.error_code, 0, "{rejoined:?}");
+    assert_eq!(rejoined.generation_id, 2);
+    assert_eq!(rejoined.members.len(), 2, "the leader sees both members");
+    let ResponseBody::JoinGroup(other) = second.receive(11, 0) else {
+        panic!("wrong response kind")
+    };
+    assert_eq!((other.error_code, other.generation_id), (0, 2));
+    assert_eq!(other.leader, joined.member_id);
+    assert_ne!(other.member_id, joined.member_id);
 }

@@ -368,6 +368,7 @@ fn earliest(client: &mut Client, topic: &str, partition: i32) -> i64 {
                 timestamp: -2,
             }],
         }],
+        timeout_ms: 0,
     };
     let ResponseBody::ListOffsets(response) = client.call(2, 7, RequestBody::ListOffsets(request))
     else {

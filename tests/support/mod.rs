@@ -404,3 +404,44 @@ pub fn now_ms() -> i64 {
         .unwrap()
         .as_millis() as i64
 }
+
+/// A topic's id, from a Metadata v13 answer (which must carry no top-level error).
+pub fn topic_id(client: &mut Client, name: &str) -> sluice_protocol::codec::Uuid {
+    use sluice_protocol::messages::metadata::{MetadataRequest, MetadataRequestTopic};
+    let request = MetadataRequest {
+        topics: Some(vec![MetadataRequestTopic {
+            name: Some(name.to_string()),
+            ..MetadataRequestTopic::default()
+        }]),
+        allow_auto_topic_creation: false,
+        ..MetadataRequest::default()
+    };
+    let ResponseBody::Metadata(response) = client.call(3, 13, RequestBody::Metadata(request))
+    else {
+        panic!("wrong response kind")
+    };
+    assert_eq!(response.error_code, 0, "top-level error");
+    let topic = &response.topics[0];
+    assert_eq!(topic.error_code, 0, "topic {name}");
+    topic.topic_id
+}
+
+/// Waits until FindCoordinator (which creates `__consumer_offsets`, as in Kafka) names a
+/// coordinator for `group`.
+pub fn wait_for_coordinator(client: &mut Client, group: &str) {
+    use sluice_protocol::messages::find_coordinator::FindCoordinatorRequest;
+    for _ in 0..500 {
+        let request = RequestBody::FindCoordinator(FindCoordinatorRequest {
+            key: group.to_string(),
+            ..Default::default()
+        });
+        let ResponseBody::FindCoordinator(r) = client.call(10, 3, request) else {
+            panic!("not a FindCoordinator response");
+        };
+        if r.error_code == 0 {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    panic!("no group coordinator after 10 s");
+}

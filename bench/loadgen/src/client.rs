@@ -371,6 +371,7 @@ impl Conn {
                     })
                     .collect(),
             }],
+            timeout_ms: 0,
         });
         let resp = match self.call(body)? {
             ResponseBody::ListOffsets(r) => r,

@@ -248,14 +248,19 @@ impl MetadataState {
     }
 
     fn refresh_live_brokers(&mut self) {
-        self.image.brokers = self
-            .live_brokers()
-            .map(|b| BrokerImage {
-                node_id: b.broker_id,
-                host: b.host.clone(),
-                port: b.port,
-                rack: b.rack.clone(),
-            })
+        let image_of = |b: &BrokerRegistration| BrokerImage {
+            node_id: b.broker_id,
+            host: b.host.clone(),
+            port: b.port,
+            rack: b.rack.clone(),
+        };
+        self.image.brokers = self.live_brokers().map(image_of).collect();
+        // DescribeCluster v2 lists these when asked (KIP-1073).
+        self.image.fenced_brokers = self
+            .brokers
+            .values()
+            .filter(|b| b.fenced)
+            .map(image_of)
             .collect();
     }
 
@@ -327,6 +332,13 @@ mod tests {
         let mut state = MetadataState::new(4, 2);
         state.apply_entry(1, vec![register(4, 1), register(5, 2)]);
         assert!(state.image.brokers.is_empty());
+        let fenced: Vec<i32> = state
+            .image
+            .fenced_brokers
+            .iter()
+            .map(|b| b.node_id)
+            .collect();
+        assert_eq!(fenced, vec![4, 5]);
         state.apply_entry(
             2,
             vec![MetadataRecord::UnfenceBroker {
@@ -336,6 +348,8 @@ mod tests {
         );
         assert_eq!(state.image.brokers.len(), 1);
         assert_eq!(state.image.brokers[0].node_id, 5);
+        assert_eq!(state.image.fenced_brokers.len(), 1);
+        assert_eq!(state.image.fenced_brokers[0].node_id, 4);
         // A fence for an older registration changes nothing.
         state.apply_entry(3, vec![register(5, 3)]);
         state.apply_entry(

@@ -350,7 +350,12 @@ mod tests {
         assert!(!ApiKey::OffsetCommit.supports(1));
         assert!(ApiKey::OffsetCommit.supports(9));
         assert!(!ApiKey::OffsetCommit.supports(10));
-        assert!(!ApiKey::JoinGroup.supports(1));
+        assert!(ApiKey::JoinGroup.supports(0) && ApiKey::JoinGroup.supports(9));
+        assert!(!ApiKey::JoinGroup.supports(10));
+        assert!(ApiKey::Fetch.supports(18) && !ApiKey::Fetch.supports(19));
+        assert!(ApiKey::Produce.supports(13) && !ApiKey::Produce.supports(2));
+        assert!(ApiKey::ListOffsets.supports(10) && ApiKey::Metadata.supports(13));
+        assert!(ApiKey::DescribeCluster.supports(2) && !ApiKey::DescribeCluster.supports(3));
         assert!(!ApiKey::OffsetFetch.supports(0));
         assert!(!is_flexible(37, 1));
         assert!(is_flexible(37, 2));

@@ -1257,3 +1257,392 @@ fn create_partitions_v1_and_v3() {
     ]);
     check_response(body, 37, 2, true, resp);
 }
+
+// ---------------------------------------------------------------------------
+// The versions Kafka 4.1 added over Sluice's earlier ranges: Produce v12/v13, Fetch v18,
+// ListOffsets v10, Metadata v13, DescribeCluster v2, JoinGroup v0/v1. Each written field by
+// field from the 4.1 schemas.
+
+use sluice_protocol::messages::{
+    describe_cluster as dc, fetch as fe, list_offsets as lo, metadata as md, produce as pr,
+};
+
+/// 16 bytes of a topic id, as on the wire.
+fn uuid_bytes(id: Uuid) -> Vec<u8> {
+    id.0.to_vec()
+}
+
+#[test]
+fn produce_v13_names_topics_by_id_and_v12_is_v11_on_the_wire() {
+    let id = Uuid::from_u128(0x0102_0304_0506_0708_090a_0b0c_0d0e_0f10);
+    let batch = RecordBatchBuilder::new(1_000)
+        .record(None, Some(b"v"))
+        .build();
+    let b = cat(&[
+        &req_hdr(0, 13, 40, true),
+        &[0x00],                   // transactional_id: compact null
+        &[0xff, 0xff],             // acks -1
+        &[0x00, 0x00, 0x75, 0x30], // timeout_ms 30000
+        &[0x02],                   // topic_data: 1
+        &uuid_bytes(id),           // topic_id (v13+; no name)
+        &[0x02],                   // partition_data: 1
+        &[0x00, 0x00, 0x00, 0x03], // index 3
+        &[0x46],                   // records: compact bytes, 69 + 1
+        &batch,
+        &[0x00, 0x00, 0x00], // partition, topic, body tags
+    ]);
+    let request = ProduceRequest {
+        transactional_id: None,
+        acks: -1,
+        timeout_ms: 30_000,
+        topic_data: vec![TopicProduceData {
+            name: String::new(),
+            topic_id: id,
+            partition_data: vec![PartitionProduceData {
+                index: 3,
+                records: Some(batch.clone()),
+            }],
+        }],
+    };
+    check_request(frame(&b), header(0, 13, 40), RequestBody::Produce(request));
+
+    // v12 carries the name exactly as v11 does.
+    let by_name = RequestBody::Produce(ProduceRequest {
+        transactional_id: None,
+        acks: 1,
+        timeout_ms: 1000,
+        topic_data: vec![TopicProduceData {
+            name: "t".into(),
+            topic_id: Uuid::ZERO,
+            partition_data: vec![PartitionProduceData {
+                index: 0,
+                records: None,
+            }],
+        }],
+    });
+    let v11 = encode_request(&header(0, 11, 41), &by_name);
+    let v12 = encode_request(&header(0, 12, 41), &by_name);
+    assert_eq!(&v11[..6], &v12[..6]);
+    assert_eq!(
+        &v11[8..],
+        &v12[8..],
+        "only the version in the header differs"
+    );
+
+    // The v13 answer names the topic by id too: UNKNOWN_TOPIC_ID (100) for an unknown one.
+    let body = cat(&[
+        &[0x02], // responses: 1
+        &uuid_bytes(id),
+        &[0x02],                   // partition_responses: 1
+        &[0x00, 0x00, 0x00, 0x03], // index 3
+        &[0x00, 0x64],             // error_code 100
+        &[0xff; 8],                // base_offset -1
+        &[0xff; 8],                // log_append_time_ms -1
+        &[0xff; 8],                // log_start_offset -1
+        &[0x01],                   // record_errors: empty
+        &[0x00],                   // error_message: null
+        &[0x00, 0x00],             // partition tags, topic tags
+        &[0x00, 0x00, 0x00, 0x00], // throttle_time_ms
+        &[0x00],                   // body tags
+    ]);
+    check_response(
+        body,
+        0,
+        13,
+        true,
+        ResponseBody::Produce(pr::ProduceResponse {
+            responses: vec![pr::TopicProduceResponse {
+                name: String::new(),
+                topic_id: id,
+                partition_responses: vec![pr::PartitionProduceResponse {
+                    index: 3,
+                    error_code: 100,
+                    ..Default::default()
+                }],
+            }],
+            ..Default::default()
+        }),
+    );
+}
+
+#[test]
+fn fetch_v18_request_carries_the_follower_high_watermark_as_tag_1() {
+    let id = Uuid::from_u128(7);
+    let partition = |high_watermark: i64| fe::FetchPartition {
+        partition: 0,
+        current_leader_epoch: -1,
+        fetch_offset: 5,
+        last_fetched_epoch: -1,
+        log_start_offset: -1,
+        partition_max_bytes: 1 << 20,
+        high_watermark,
+        ..Default::default()
+    };
+    let request = |high_watermark: i64| {
+        RequestBody::Fetch(fe::FetchRequest {
+            max_wait_ms: 500,
+            min_bytes: 1,
+            max_bytes: 1 << 20,
+            topics: vec![fe::FetchTopic {
+                topic: String::new(),
+                topic_id: id,
+                partitions: vec![partition(high_watermark)],
+            }],
+            ..Default::default()
+        })
+    };
+    let head = cat(&[
+        &req_hdr(1, 18, 50, true),
+        // No replica_id from v15; replica_state (tag 1) stays at its default, unsent.
+        &[0x00, 0x00, 0x01, 0xf4], // max_wait_ms 500
+        &[0x00, 0x00, 0x00, 0x01], // min_bytes 1
+        &[0x00, 0x10, 0x00, 0x00], // max_bytes 1 MiB
+        &[0x00],                   // isolation_level
+        &[0x00, 0x00, 0x00, 0x00], // session_id 0
+        &[0xff, 0xff, 0xff, 0xff], // session_epoch -1
+        &[0x02],                   // topics: 1
+        &uuid_bytes(id),
+        &[0x02],                   // partitions: 1
+        &[0x00, 0x00, 0x00, 0x00], // partition 0
+        &[0xff, 0xff, 0xff, 0xff], // current_leader_epoch -1
+        &[0, 0, 0, 0, 0, 0, 0, 5], // fetch_offset 5
+        &[0xff, 0xff, 0xff, 0xff], // last_fetched_epoch -1
+        &[0xff; 8],                // log_start_offset -1
+        &[0x00, 0x10, 0x00, 0x00], // partition_max_bytes 1 MiB
+    ]);
+    let tail = [
+        0x00, // topic tags
+        0x01, // forgotten_topics_data: empty
+        0x01, // rack_id ""
+        0x00, // body tags
+    ];
+    // A follower that knows high watermark 42: tag 1, 8 bytes.
+    let b = cat(&[
+        &head,
+        &[0x01, 0x01, 0x08],
+        &[0, 0, 0, 0, 0, 0, 0, 42],
+        &tail,
+    ]);
+    check_request(frame(&b), header(1, 18, 50), request(42));
+    // A consumer (or a fetcher without the feature): the default, Long.MAX_VALUE, is not sent.
+    let b = cat(&[&head, &[0x00], &tail]);
+    check_request(
+        frame(&b),
+        header(1, 18, 50),
+        request(fe::HIGH_WATERMARK_UNSUPPORTED),
+    );
+    // v17 has no tag 1: a v17 decoder skips it as unknown.
+    let b = cat(&[
+        &req_hdr(1, 17, 51, true),
+        &head[req_hdr(1, 18, 50, true).len()..],
+        &[0x01, 0x01, 0x08],
+        &[0, 0, 0, 0, 0, 0, 0, 42],
+        &tail,
+    ]);
+    let (_, body) = decode_request(Bytes::from(frame(&b)).slice(4..)).expect("decode");
+    assert_eq!(body, request(fe::HIGH_WATERMARK_UNSUPPORTED));
+}
+
+#[test]
+fn list_offsets_v10_request_ends_with_timeout_ms() {
+    let b = cat(&[
+        &req_hdr(2, 10, 60, true),
+        &[0xff, 0xff, 0xff, 0xff], // replica_id -1
+        &[0x00],                   // isolation_level
+        &[0x02],                   // topics: 1
+        &cs("t"),
+        &[0x02],                   // partitions: 1
+        &[0x00, 0x00, 0x00, 0x01], // partition_index 1
+        &[0xff, 0xff, 0xff, 0xff], // current_leader_epoch -1
+        &[0xff; 8],                // timestamp -1 (latest)
+        &[0x00, 0x00],             // partition tags, topic tags
+        &[0x00, 0x00, 0x75, 0x30], // timeout_ms 30000
+        &[0x00],                   // body tags
+    ]);
+    check_request(
+        frame(&b),
+        header(2, 10, 60),
+        RequestBody::ListOffsets(lo::ListOffsetsRequest {
+            replica_id: -1,
+            isolation_level: 0,
+            topics: vec![lo::ListOffsetsTopic {
+                name: "t".into(),
+                partitions: vec![lo::ListOffsetsPartition {
+                    partition_index: 1,
+                    current_leader_epoch: -1,
+                    timestamp: lo::LATEST_TIMESTAMP,
+                }],
+            }],
+            timeout_ms: 30_000,
+        }),
+    );
+}
+
+#[test]
+fn metadata_v13_response_ends_with_the_top_level_error_code() {
+    let body = cat(&[
+        &[0x00, 0x00, 0x00, 0x00], // throttle_time_ms
+        &[0x02],                   // brokers: 1
+        &[0x00, 0x00, 0x00, 0x01], // node_id 1
+        &cs("b1"),
+        &[0x00, 0x00, 0x23, 0x84], // port 9092
+        &[0x00, 0x00],             // rack null, broker tags
+        &cs("c"),                  // cluster_id
+        &[0x00, 0x00, 0x00, 0x01], // controller_id 1
+        &[0x01],                   // topics: empty
+        &[0x00, 0x00],             // error_code 0 (v13+)
+        &[0x00],                   // body tags
+    ]);
+    check_response(
+        body,
+        3,
+        13,
+        true,
+        ResponseBody::Metadata(md::MetadataResponse {
+            brokers: vec![md::MetadataResponseBroker {
+                node_id: 1,
+                host: "b1".into(),
+                port: 9092,
+                rack: None,
+            }],
+            cluster_id: Some("c".into()),
+            controller_id: 1,
+            ..Default::default()
+        }),
+    );
+}
+
+#[test]
+fn describe_cluster_v2_asks_for_and_marks_fenced_brokers() {
+    let b = cat(&[
+        &req_hdr(60, 2, 70, true),
+        &[0x00], // include_cluster_authorized_operations false
+        &[0x01], // endpoint_type 1 (brokers)
+        &[0x01], // include_fenced_brokers true
+        &[0x00], // body tags
+    ]);
+    check_request(
+        frame(&b),
+        header(60, 2, 70),
+        RequestBody::DescribeCluster(dc::DescribeClusterRequest {
+            include_cluster_authorized_operations: false,
+            endpoint_type: 1,
+            include_fenced_brokers: true,
+        }),
+    );
+    let body = cat(&[
+        &[0x00, 0x00, 0x00, 0x00], // throttle_time_ms
+        &[0x00, 0x00],             // error_code
+        &[0x00],                   // error_message null
+        &[0x01],                   // endpoint_type 1
+        &cs("c"),                  // cluster_id
+        &[0x00, 0x00, 0x00, 0x01], // controller_id 1
+        &[0x03],                   // brokers: 2
+        &[0x00, 0x00, 0x00, 0x01],
+        &cs("b1"),
+        &[0x00, 0x00, 0x23, 0x84],
+        &[0x00, 0x00, 0x00], // rack null, is_fenced false, broker tags
+        &[0x00, 0x00, 0x00, 0x02],
+        &cs("b2"),
+        &[0x00, 0x00, 0x23, 0x84],
+        &[0x00, 0x01, 0x00],       // rack null, is_fenced true, broker tags
+        &[0x80, 0x00, 0x00, 0x00], // cluster_authorized_operations: omitted
+        &[0x00],                   // body tags
+    ]);
+    let broker = |id: i32, is_fenced: bool| dc::DescribeClusterBroker {
+        broker_id: id,
+        host: format!("b{id}"),
+        port: 9092,
+        rack: None,
+        is_fenced,
+    };
+    check_response(
+        body,
+        60,
+        2,
+        true,
+        ResponseBody::DescribeCluster(dc::DescribeClusterResponse {
+            cluster_id: "c".into(),
+            controller_id: 1,
+            brokers: vec![broker(1, false), broker(2, true)],
+            ..Default::default()
+        }),
+    );
+}
+
+#[test]
+fn join_group_v0_and_v1_requests_and_v0_response() {
+    let protocols = cat(&[
+        &s16("consumer"),
+        &[0x00, 0x00, 0x00, 0x01], // protocols: 1
+        &s16("range"),
+        &[0x00, 0x00, 0x00, 0x02, 0xab, 0xcd], // metadata: int32 length 2
+    ]);
+    let request = |rebalance_timeout_ms: i32| {
+        RequestBody::JoinGroup(jg::JoinGroupRequest {
+            group_id: "g".into(),
+            session_timeout_ms: 10_000,
+            rebalance_timeout_ms,
+            member_id: String::new(),
+            group_instance_id: None,
+            protocol_type: "consumer".into(),
+            protocols: vec![jg::JoinGroupRequestProtocol {
+                name: "range".into(),
+                metadata: Bytes::from_static(&[0xab, 0xcd]),
+            }],
+            reason: None,
+        })
+    };
+    // v0: no rebalance_timeout_ms; it decodes as the schema default -1, and the coordinator
+    // uses the session timeout in its place.
+    let b = cat(&[
+        &req_hdr(11, 0, 80, false),
+        &s16("g"),
+        &[0x00, 0x00, 0x27, 0x10], // session_timeout_ms 10000
+        &s16(""),                  // member_id
+        &protocols,
+    ]);
+    check_request(frame(&b), header(11, 0, 80), request(-1));
+    let (_, RequestBody::JoinGroup(v0)) =
+        decode_request(Bytes::from(frame(&b)).slice(4..)).expect("decode")
+    else {
+        panic!("not join group")
+    };
+    assert_eq!(v0.effective_rebalance_timeout_ms(0), 10_000);
+    // v1 adds rebalance_timeout_ms after the session timeout.
+    let b = cat(&[
+        &req_hdr(11, 1, 81, false),
+        &s16("g"),
+        &[0x00, 0x00, 0x27, 0x10], // session_timeout_ms 10000
+        &[0x00, 0x00, 0x75, 0x30], // rebalance_timeout_ms 30000
+        &s16(""),
+        &protocols,
+    ]);
+    check_request(frame(&b), header(11, 1, 81), request(30_000));
+
+    // v0 and v1 answers have no throttle_time_ms.
+    let body = cat(&[
+        &[0x00, 0x00],             // error_code
+        &[0x00, 0x00, 0x00, 0x01], // generation_id 1
+        &s16("range"),             // protocol_name
+        &s16("m-1"),               // leader
+        &s16("m-1"),               // member_id
+        &[0x00, 0x00, 0x00, 0x01], // members: 1
+        &s16("m-1"),
+        &[0x00, 0x00, 0x00, 0x02, 0xab, 0xcd], // metadata
+    ]);
+    let resp = ResponseBody::JoinGroup(jg::JoinGroupResponse {
+        generation_id: 1,
+        protocol_name: Some("range".into()),
+        leader: "m-1".into(),
+        member_id: "m-1".into(),
+        members: vec![jg::JoinGroupResponseMember {
+            member_id: "m-1".into(),
+            group_instance_id: None,
+            metadata: Bytes::from_static(&[0xab, 0xcd]),
+        }],
+        ..Default::default()
+    });
+    check_response(body.clone(), 11, 0, false, resp.clone());
+    check_response(body, 11, 1, false, resp);
+}

@@ -41,19 +41,22 @@ fn requests_round_trip_every_version() {
         assert_eq!((h2, b2), (header, body), "{key:?} v{v} frame");
         n += 1;
     }
-    // Then the group APIs: OffsetCommit 2-9, OffsetFetch 1-9, FindCoordinator 0-6,
-    // JoinGroup 2-9, Heartbeat 0-4, LeaveGroup 0-5, SyncGroup 0-5, DescribeGroups 0-6,
-    // ListGroups 0-5, DeleteGroups 0-2, OffsetDelete 0; CreatePartitions 0-3 among the admin APIs.
+    // CreatePartitions 0-3, ApiVersions 0-4, Metadata 0-13, Produce 3-13, Fetch 4-18,
+    // ListOffsets 1-10, CreateTopics 2-7, DeleteTopics 1-6, DescribeCluster 0-2,
+    // InitProducerId 0-5, DescribeConfigs 1-4, AlterConfigs 0-2, IncrementalAlterConfigs 0-1,
+    // DeleteRecords 0-2; then the group APIs: OffsetCommit 2-9, OffsetFetch 1-9,
+    // FindCoordinator 0-6, JoinGroup 0-9, Heartbeat 0-4, LeaveGroup 0-5, SyncGroup 0-5,
+    // DescribeGroups 0-6, ListGroups 0-5, DeleteGroups 0-2, OffsetDelete 0.
     assert_eq!(
         n,
         4 + 5
-            + 13
-            + 9
             + 14
-            + 9
+            + 11
+            + 15
+            + 10
             + 6
             + 6
-            + 2
+            + 3
             + 6
             + 4
             + 3
@@ -62,7 +65,7 @@ fn requests_round_trip_every_version() {
             + 8
             + 9
             + 7
-            + 8
+            + 10
             + 5
             + 6
             + 6
@@ -198,7 +201,12 @@ fn metadata_v0_empty_topics_means_all() {
 
 #[test]
 fn vectored_encoding_matches_contiguous_and_shares_record_buffers() {
-    for (key, v) in [(ApiKey::Fetch, 4), (ApiKey::Fetch, 12), (ApiKey::Fetch, 17)] {
+    for (key, v) in [
+        (ApiKey::Fetch, 4),
+        (ApiKey::Fetch, 12),
+        (ApiKey::Fetch, 17),
+        (ApiKey::Fetch, 18),
+    ] {
         let body = response(key, v);
         let flat = encode_response(9, key.as_i16(), v, &body);
         let segments = sluice_protocol::encode_response_vectored(9, key.as_i16(), v, &body);
@@ -209,7 +217,7 @@ fn vectored_encoding_matches_contiguous_and_shares_record_buffers() {
         let records = f.responses[0].partitions[0].records.as_ref().unwrap();
         assert!(segments.iter().any(|s| s.as_ptr() == records.as_ptr()));
     }
-    for v in [3, 9, 11] {
+    for v in [3, 9, 11, 12, 13] {
         let body = request(ApiKey::Produce, v);
         let header = RequestHeader {
             api_key: 0,

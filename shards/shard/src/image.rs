@@ -111,6 +111,9 @@ pub struct MetadataImage {
     /// Live brokers (registered and unfenced), sorted by node id. This broker is missing from
     /// it while fenced.
     pub brokers: Vec<BrokerImage>,
+    /// Registered brokers that are fenced, sorted by node id: shown only to a DescribeCluster
+    /// v2+ that asks for them (KIP-1073), never offered as leaders or endpoints.
+    pub fenced_brokers: Vec<BrokerImage>,
     /// Topics by name.
     pub topics: BTreeMap<String, Arc<TopicImage>>,
     /// Topic names by id.

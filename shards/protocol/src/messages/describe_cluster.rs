@@ -1,4 +1,6 @@
-//! DescribeCluster (key 60): brokers, controller and cluster id (KIP-700).
+//! DescribeCluster (key 60): brokers, controller and cluster id (KIP-700). All versions are
+//! flexible; v1 adds `endpoint_type` (KIP-919), v2 the request's `include_fenced_brokers` and
+//! each broker's `is_fenced` (KIP-1073).
 
 use crate::codec::{Decoder, Encoder};
 use crate::error::Result;
@@ -8,7 +10,7 @@ pub const API_KEY: i16 = 60;
 /// Lowest implemented version.
 pub const MIN_VERSION: i16 = 0;
 /// Highest implemented version.
-pub const MAX_VERSION: i16 = 1;
+pub const MAX_VERSION: i16 = 2;
 /// First flexible version (all versions are flexible).
 pub const FLEXIBLE_MIN_VERSION: i16 = 0;
 
@@ -24,6 +26,8 @@ pub struct DescribeClusterRequest {
     pub include_cluster_authorized_operations: bool,
     /// 1 brokers, 2 controllers (v1+, default 1).
     pub endpoint_type: i8,
+    /// v2+: list fenced brokers too (default false).
+    pub include_fenced_brokers: bool,
 }
 
 impl Default for DescribeClusterRequest {
@@ -31,6 +35,7 @@ impl Default for DescribeClusterRequest {
         DescribeClusterRequest {
             include_cluster_authorized_operations: false,
             endpoint_type: ENDPOINT_TYPE_BROKERS,
+            include_fenced_brokers: false,
         }
     }
 }
@@ -46,6 +51,9 @@ impl DescribeClusterRequest {
         if version >= 1 {
             r.endpoint_type = d.i8()?;
         }
+        if version >= 2 {
+            r.include_fenced_brokers = d.bool()?;
+        }
         d.tagged_fields()?;
         Ok(r)
     }
@@ -55,6 +63,9 @@ impl DescribeClusterRequest {
         e.put_bool(self.include_cluster_authorized_operations);
         if version >= 1 {
             e.put_i8(self.endpoint_type);
+        }
+        if version >= 2 {
+            e.put_bool(self.include_fenced_brokers);
         }
         e.put_empty_tagged_fields();
     }
@@ -107,6 +118,8 @@ pub struct DescribeClusterBroker {
     pub port: i32,
     /// Rack.
     pub rack: Option<String>,
+    /// v2+: whether the broker is fenced (default false).
+    pub is_fenced: bool,
 }
 
 impl DescribeClusterResponse {
@@ -124,7 +137,7 @@ impl DescribeClusterResponse {
         }
         r.cluster_id = d.string(true)?;
         r.controller_id = d.i32()?;
-        r.brokers = d.array(true, decode_broker)?;
+        r.brokers = d.array(true, |d| decode_broker(d, version))?;
         r.cluster_authorized_operations = d.i32()?;
         d.tagged_fields()?;
         Ok(r)
@@ -145,6 +158,9 @@ impl DescribeClusterResponse {
             e.put_string(&b.host, true);
             e.put_i32(b.port);
             e.put_nullable_string(b.rack.as_deref(), true);
+            if version >= 2 {
+                e.put_bool(b.is_fenced);
+            }
             e.put_empty_tagged_fields();
         });
         e.put_i32(self.cluster_authorized_operations);
@@ -152,13 +168,17 @@ impl DescribeClusterResponse {
     }
 }
 
-fn decode_broker(d: &mut Decoder) -> Result<DescribeClusterBroker> {
-    let b = DescribeClusterBroker {
+fn decode_broker(d: &mut Decoder, version: i16) -> Result<DescribeClusterBroker> {
+    let mut b = DescribeClusterBroker {
         broker_id: d.i32()?,
         host: d.string(true)?,
         port: d.i32()?,
         rack: d.nullable_string(true)?,
+        is_fenced: false,
     };
+    if version >= 2 {
+        b.is_fenced = d.bool()?;
+    }
     d.tagged_fields()?;
     Ok(b)
 }

@@ -1,4 +1,7 @@
-//! Fetch (key 1): read record batches from partitions (consumers and followers).
+//! Fetch (key 1): read record batches from partitions (consumers and followers). Kafka 4
+//! accepts v4-v18: flexible from v12, topics by id from v13 (KIP-516), `replica_state` from v15
+//! (KIP-903), `replica_directory_id` from v17 (KIP-853) and the follower's `high_watermark`
+//! from v18 (KIP-1166); the v18 response is the same as v17's.
 
 mod response;
 
@@ -17,7 +20,7 @@ pub const API_KEY: i16 = 1;
 /// Lowest implemented version (Kafka 4 dropped 0-3).
 pub const MIN_VERSION: i16 = 4;
 /// Highest implemented version.
-pub const MAX_VERSION: i16 = 17;
+pub const MAX_VERSION: i16 = 18;
 /// First flexible version.
 pub const FLEXIBLE_MIN_VERSION: i16 = 12;
 
@@ -144,7 +147,15 @@ pub struct FetchPartition {
     pub partition_max_bytes: i32,
     /// Tag 0 (v17+): follower's log directory.
     pub replica_directory_id: Uuid,
+    /// Tag 1 (v18+, KIP-1166): the high watermark the follower knows; -1 if it knows none,
+    /// [`HIGH_WATERMARK_UNSUPPORTED`] (the default, never sent) from fetchers without the
+    /// feature, consumers included.
+    pub high_watermark: i64,
 }
+
+/// `FetchPartition.high_watermark` default: the fetcher does not send one (schema default
+/// `Long.MAX_VALUE`).
+pub const HIGH_WATERMARK_UNSUPPORTED: i64 = i64::MAX;
 
 impl Default for FetchPartition {
     fn default() -> Self {
@@ -156,6 +167,7 @@ impl Default for FetchPartition {
             log_start_offset: -1,
             partition_max_bytes: 0,
             replica_directory_id: Uuid::ZERO,
+            high_watermark: HIGH_WATERMARK_UNSUPPORTED,
         }
     }
 }
@@ -307,11 +319,12 @@ fn decode_partition(d: &mut Decoder, version: i16) -> Result<FetchPartition> {
     p.partition_max_bytes = d.i32()?;
     if flex {
         d.read_tagged_fields(|tag, f| {
-            if tag == 0 && version >= 17 {
-                p.replica_directory_id = f.uuid()?;
-                f.finish()?;
+            match tag {
+                0 if version >= 17 => p.replica_directory_id = f.uuid()?,
+                1 if version >= 18 => p.high_watermark = f.i64()?,
+                _ => return Ok(()),
             }
-            Ok(())
+            f.finish()
         })?;
     }
     Ok(p)
@@ -335,6 +348,9 @@ fn encode_partition(p: &FetchPartition, e: &mut Encoder, version: i16) {
         let mut tags = TaggedFields::new();
         if version >= 17 && !p.replica_directory_id.is_zero() {
             tags.add(0, |e| e.put_uuid(p.replica_directory_id));
+        }
+        if version >= 18 && p.high_watermark != HIGH_WATERMARK_UNSUPPORTED {
+            tags.add(1, |e| e.put_i64(p.high_watermark));
         }
         e.put_tagged_fields(tags);
     }

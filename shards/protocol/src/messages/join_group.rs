@@ -1,5 +1,6 @@
-//! JoinGroup (key 11): a member joins a classic consumer group. Kafka 4.0
-//! removed v0-v1 (KIP-896), so 4.1 accepts v2-v9: `group_instance_id` v5+
+//! JoinGroup (key 11): a member joins a classic consumer group. Kafka 4.1 accepts
+//! v0-v9: `rebalance_timeout_ms` v1+ (v0 has none: the broker uses the session
+//! timeout), `throttle_time_ms` in the response v2+, `group_instance_id` v5+
 //! (KIP-345), flexible v6+, `protocol_type` in the response v7+ (KIP-559),
 //! `reason` v8+ (KIP-800), `skip_assignment` in the response v9+.
 
@@ -12,8 +13,8 @@ use super::common::{put_end, read_end};
 
 /// API key.
 pub const API_KEY: i16 = 11;
-/// Lowest implemented version (Kafka 4 dropped 0-1).
-pub const MIN_VERSION: i16 = 2;
+/// Lowest implemented version.
+pub const MIN_VERSION: i16 = 0;
 /// Highest implemented version.
 pub const MAX_VERSION: i16 = 9;
 /// First flexible version.
@@ -30,7 +31,8 @@ pub struct JoinGroupRequest {
     pub group_id: String,
     /// Session timeout.
     pub session_timeout_ms: i32,
-    /// Rebalance timeout (v1+; -1 means "use the session timeout").
+    /// Rebalance timeout (v1+; -1, the schema default, when absent in v0: see
+    /// [`JoinGroupRequest::effective_rebalance_timeout_ms`]).
     pub rebalance_timeout_ms: i32,
     /// The member id, empty on the first join.
     pub member_id: String,
@@ -76,10 +78,12 @@ impl JoinGroupRequest {
         let mut r = JoinGroupRequest {
             group_id: d.string(flex)?,
             session_timeout_ms: d.i32()?,
-            rebalance_timeout_ms: d.i32()?,
-            member_id: d.string(flex)?,
             ..Default::default()
         };
+        if version >= 1 {
+            r.rebalance_timeout_ms = d.i32()?;
+        }
+        r.member_id = d.string(flex)?;
         if version >= 5 {
             r.group_instance_id = d.nullable_string(flex)?;
         }
@@ -104,7 +108,9 @@ impl JoinGroupRequest {
         let flex = flexible(version);
         e.put_string(&self.group_id, flex);
         e.put_i32(self.session_timeout_ms);
-        e.put_i32(self.rebalance_timeout_ms);
+        if version >= 1 {
+            e.put_i32(self.rebalance_timeout_ms);
+        }
         e.put_string(&self.member_id, flex);
         if version >= 5 {
             e.put_nullable_string(self.group_instance_id.as_deref(), flex);
@@ -120,12 +126,22 @@ impl JoinGroupRequest {
         }
         put_end(e, flex);
     }
+
+    /// The rebalance timeout the coordinator applies: v0 carries none, so it is the session
+    /// timeout, as Kafka's `JoinGroupRequest` sets it for v0; from v1 the field as sent.
+    pub fn effective_rebalance_timeout_ms(&self, version: i16) -> i32 {
+        if version == 0 {
+            self.session_timeout_ms
+        } else {
+            self.rebalance_timeout_ms
+        }
+    }
 }
 
 /// JoinGroup response.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct JoinGroupResponse {
-    /// Throttle time.
+    /// Throttle time (v2+).
     pub throttle_time_ms: i32,
     /// Error code.
     pub error_code: i16,
@@ -178,12 +194,12 @@ impl JoinGroupResponse {
     pub fn decode(d: &mut Decoder, version: i16) -> Result<Self> {
         super::check_version(API_KEY, MIN_VERSION, MAX_VERSION, version)?;
         let flex = flexible(version);
-        let mut r = JoinGroupResponse {
-            throttle_time_ms: d.i32()?,
-            error_code: d.i16()?,
-            generation_id: d.i32()?,
-            ..Default::default()
-        };
+        let mut r = JoinGroupResponse::default();
+        if version >= 2 {
+            r.throttle_time_ms = d.i32()?;
+        }
+        r.error_code = d.i16()?;
+        r.generation_id = d.i32()?;
         if version >= 7 {
             r.protocol_type = d.nullable_string(flex)?;
             r.protocol_name = d.nullable_string(flex)?;
@@ -214,7 +230,9 @@ impl JoinGroupResponse {
     /// Encodes the body.
     pub fn encode(&self, e: &mut Encoder, version: i16) {
         let flex = flexible(version);
-        e.put_i32(self.throttle_time_ms);
+        if version >= 2 {
+            e.put_i32(self.throttle_time_ms);
+        }
         e.put_i16(self.error_code);
         e.put_i32(self.generation_id);
         if version >= 7 {

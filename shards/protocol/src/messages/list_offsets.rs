@@ -1,4 +1,7 @@
-//! ListOffsets (key 2): offsets by timestamp (earliest, latest, max timestamp...).
+//! ListOffsets (key 2): offsets by timestamp (earliest, latest, max timestamp...). Kafka 4
+//! accepts v1-v10: flexible from v6, max timestamp v7+ (KIP-734), earliest local v8+ (KIP-405),
+//! latest tiered v9+ (KIP-1005), and v10 adds the request's `timeout_ms` for lookups that read
+//! remote (tiered) storage (KIP-1075); the v10 response is the same as v9's.
 
 use crate::codec::{Decoder, Encoder};
 use crate::error::Result;
@@ -10,7 +13,7 @@ pub const API_KEY: i16 = 2;
 /// Lowest implemented version (Kafka 4 dropped 0).
 pub const MIN_VERSION: i16 = 1;
 /// Highest implemented version.
-pub const MAX_VERSION: i16 = 9;
+pub const MAX_VERSION: i16 = 10;
 /// First flexible version.
 pub const FLEXIBLE_MIN_VERSION: i16 = 6;
 
@@ -38,6 +41,9 @@ pub struct ListOffsetsRequest {
     pub isolation_level: i8,
     /// Topics.
     pub topics: Vec<ListOffsetsTopic>,
+    /// v10+: how long to wait for lookups that read remote (tiered) storage (KIP-1075); 0 (the
+    /// schema default) before v10.
+    pub timeout_ms: i32,
 }
 
 /// A topic.
@@ -90,6 +96,9 @@ impl ListOffsetsRequest {
             read_end(d, flex)?;
             Ok(t)
         })?;
+        if version >= 10 {
+            r.timeout_ms = d.i32()?;
+        }
         read_end(d, flex)?;
         Ok(r)
     }
@@ -113,6 +122,9 @@ impl ListOffsetsRequest {
             });
             put_end(e, flex);
         });
+        if version >= 10 {
+            e.put_i32(self.timeout_ms);
+        }
         put_end(e, flex);
     }
 }

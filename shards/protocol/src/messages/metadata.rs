@@ -1,4 +1,6 @@
-//! Metadata (key 3): brokers, topics, partitions and leaders.
+//! Metadata (key 3): brokers, topics, partitions and leaders. v0-v13: flexible from v9, topic
+//! ids v10+ (asking by id v12+), and v13 adds the response's top-level `error_code` (KIP-1102:
+//! REBOOTSTRAP_REQUIRED tells a client to rebootstrap); the v13 request is the same as v12's.
 
 use crate::codec::{Decoder, Encoder, Uuid};
 use crate::error::Result;
@@ -8,7 +10,7 @@ pub const API_KEY: i16 = 3;
 /// Lowest implemented version.
 pub const MIN_VERSION: i16 = 0;
 /// Highest implemented version.
-pub const MAX_VERSION: i16 = 12;
+pub const MAX_VERSION: i16 = 13;
 /// First flexible version.
 pub const FLEXIBLE_MIN_VERSION: i16 = 9;
 
@@ -143,6 +145,8 @@ pub struct MetadataResponse {
     pub topics: Vec<MetadataResponseTopic>,
     /// v8-10, `i32::MIN` when not requested.
     pub cluster_authorized_operations: i32,
+    /// v13+: top-level error, 0 if none.
+    pub error_code: i16,
 }
 
 impl Default for MetadataResponse {
@@ -154,6 +158,7 @@ impl Default for MetadataResponse {
             controller_id: -1,
             topics: Vec::new(),
             cluster_authorized_operations: i32::MIN,
+            error_code: 0,
         }
     }
 }
@@ -254,6 +259,9 @@ impl MetadataResponse {
         if (8..=10).contains(&version) {
             r.cluster_authorized_operations = d.i32()?;
         }
+        if version >= 13 {
+            r.error_code = d.i16()?;
+        }
         if flex {
             d.tagged_fields()?;
         }
@@ -276,6 +284,9 @@ impl MetadataResponse {
         e.put_array(&self.topics, flex, |e, t| encode_topic(t, e, version));
         if (8..=10).contains(&version) {
             e.put_i32(self.cluster_authorized_operations);
+        }
+        if version >= 13 {
+            e.put_i16(self.error_code);
         }
         if flex {
             e.put_empty_tagged_fields();

@@ -1,4 +1,8 @@
-//! Produce (key 0): append record batches to partitions.
+//! Produce (key 0): append record batches to partitions. Kafka 4 accepts v3-v13 (v0-v2 carry
+//! the old message formats); flexible from v9, `current_leader` / `node_endpoints` tags in the
+//! response from v10 (KIP-951), v11 may answer TRANSACTION_ABORTABLE and v12 is the same on the
+//! wire (both KIP-890); v13 names topics by id instead of by name (KIP-516) and may answer
+//! UNKNOWN_TOPIC_ID.
 
 use bytes::Bytes;
 
@@ -17,12 +21,37 @@ pub const API_KEY: i16 = 0;
 /// Lowest implemented version (Kafka 4 dropped 0-2).
 pub const MIN_VERSION: i16 = 3;
 /// Highest implemented version.
-pub const MAX_VERSION: i16 = 11;
+pub const MAX_VERSION: i16 = 13;
 /// First flexible version.
 pub const FLEXIBLE_MIN_VERSION: i16 = 9;
 
 fn flexible(version: i16) -> bool {
     version >= FLEXIBLE_MIN_VERSION
+}
+
+/// First version that names topics by id (`TopicId`) rather than by name (`Name`, v0-12).
+pub const TOPIC_ID_MIN_VERSION: i16 = 13;
+
+fn uses_topic_ids(version: i16) -> bool {
+    version >= TOPIC_ID_MIN_VERSION
+}
+
+/// Reads how a topic is named in `version`: `(name, ZERO)` before v13, `("", id)` from v13.
+fn decode_topic_key(d: &mut Decoder, version: i16) -> Result<(String, Uuid)> {
+    if uses_topic_ids(version) {
+        Ok((String::new(), d.uuid()?))
+    } else {
+        Ok((d.string(flexible(version))?, Uuid::ZERO))
+    }
+}
+
+/// Writes how a topic is named in `version`: its name before v13, its id from v13.
+fn encode_topic_key(e: &mut Encoder, version: i16, name: &str, topic_id: Uuid) {
+    if uses_topic_ids(version) {
+        e.put_uuid(topic_id);
+    } else {
+        e.put_string(name, flexible(version));
+    }
 }
 
 /// Produce request.
@@ -41,9 +70,9 @@ pub struct ProduceRequest {
 /// Data for one topic.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct TopicProduceData {
-    /// Topic name.
+    /// Topic name (v0-12; empty from v13).
     pub name: String,
-    /// Topic id; only on the wire from v13, so always zero in 3-11.
+    /// Topic id (v13+; zero before).
     pub topic_id: Uuid,
     /// Data per partition.
     pub partition_data: Vec<PartitionProduceData>,
@@ -67,7 +96,7 @@ impl ProduceRequest {
             transactional_id: d.nullable_string(flex)?,
             acks: d.i16()?,
             timeout_ms: d.i32()?,
-            topic_data: d.array(flex, |d| decode_topic(d, flex))?,
+            topic_data: d.array(flex, |d| decode_topic(d, version))?,
         };
         if flex {
             d.tagged_fields()?;
@@ -82,7 +111,7 @@ impl ProduceRequest {
         e.put_i16(self.acks);
         e.put_i32(self.timeout_ms);
         e.put_array(&self.topic_data, flex, |e, t| {
-            e.put_string(&t.name, flex);
+            encode_topic_key(e, version, &t.name, t.topic_id);
             e.put_array(&t.partition_data, flex, |e, p| {
                 e.put_i32(p.index);
                 e.put_nullable_records(p.records.as_ref(), flex);
@@ -94,10 +123,12 @@ impl ProduceRequest {
     }
 }
 
-fn decode_topic(d: &mut Decoder, flex: bool) -> Result<TopicProduceData> {
+fn decode_topic(d: &mut Decoder, version: i16) -> Result<TopicProduceData> {
+    let flex = flexible(version);
+    let (name, topic_id) = decode_topic_key(d, version)?;
     let t = TopicProduceData {
-        name: d.string(flex)?,
-        topic_id: Uuid::ZERO,
+        name,
+        topic_id,
         partition_data: d.array(flex, |d| {
             let p = PartitionProduceData {
                 index: d.i32()?,
@@ -125,9 +156,9 @@ pub struct ProduceResponse {
 /// Results for one topic.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct TopicProduceResponse {
-    /// Topic name.
+    /// Topic name (v0-12; empty from v13).
     pub name: String,
-    /// Topic id; only on the wire from v13, so always zero in 3-11.
+    /// Topic id (v13+; zero before).
     pub topic_id: Uuid,
     /// Results per partition.
     pub partition_responses: Vec<PartitionProduceResponse>,
@@ -209,9 +240,10 @@ impl ProduceResponse {
 
 fn decode_topic_response(d: &mut Decoder, version: i16) -> Result<TopicProduceResponse> {
     let flex = flexible(version);
+    let (name, topic_id) = decode_topic_key(d, version)?;
     let t = TopicProduceResponse {
-        name: d.string(flex)?,
-        topic_id: Uuid::ZERO,
+        name,
+        topic_id,
         partition_responses: d.array(flex, |d| decode_partition_response(d, version))?,
     };
     read_end(d, flex)?;
@@ -220,7 +252,7 @@ fn decode_topic_response(d: &mut Decoder, version: i16) -> Result<TopicProduceRe
 
 fn encode_topic_response(t: &TopicProduceResponse, e: &mut Encoder, version: i16) {
     let flex = flexible(version);
-    e.put_string(&t.name, flex);
+    encode_topic_key(e, version, &t.name, t.topic_id);
     e.put_array(&t.partition_responses, flex, |e, p| {
         encode_partition_response(p, e, version)
     });

@@ -185,6 +185,8 @@ fn metadata_response(v: i16) -> md::MetadataResponse {
             topic_authorized_operations: if v >= 8 { 0x0ff8 } else { i32::MIN },
         }],
         cluster_authorized_operations: if (8..=10).contains(&v) { 7 } else { i32::MIN },
+        // REBOOTSTRAP_REQUIRED (KIP-1102), on the wire from v13.
+        error_code: if v >= 13 { 129 } else { 0 },
     }
 }
 
@@ -198,8 +200,12 @@ fn produce_request(v: i16) -> produce::ProduceRequest {
         acks: -1,
         timeout_ms: 30_000,
         topic_data: vec![produce::TopicProduceData {
-            name: "orders".into(),
-            topic_id: Uuid::ZERO,
+            name: if v >= 13 {
+                String::new()
+            } else {
+                "orders".into()
+            },
+            topic_id: if v >= 13 { topic_id() } else { Uuid::ZERO },
             partition_data: vec![
                 produce::PartitionProduceData {
                     index: 0,
@@ -234,8 +240,12 @@ fn produce_response(v: i16) -> produce::ProduceResponse {
     }
     let mut r = produce::ProduceResponse {
         responses: vec![produce::TopicProduceResponse {
-            name: "orders".into(),
-            topic_id: Uuid::ZERO,
+            name: if v >= 13 {
+                String::new()
+            } else {
+                "orders".into()
+            },
+            topic_id: if v >= 13 { topic_id() } else { Uuid::ZERO },
             partition_responses: vec![p],
         }],
         throttle_time_ms: 3,
@@ -275,6 +285,9 @@ fn fetch_request(v: i16) -> fetch::FetchRequest {
     }
     if v >= 17 {
         part.replica_directory_id = Uuid::from_u128(99);
+    }
+    if v >= 18 {
+        part.high_watermark = 12_345;
     }
     let mut r = fetch::FetchRequest {
         max_wait_ms: 500,
@@ -408,6 +421,7 @@ fn list_offsets_request(v: i16) -> lo::ListOffsetsRequest {
                 },
             ],
         }],
+        timeout_ms: if v >= 10 { 30_000 } else { 0 },
     }
 }
 
@@ -594,6 +608,7 @@ fn describe_cluster_request(v: i16) -> dc::DescribeClusterRequest {
     dc::DescribeClusterRequest {
         include_cluster_authorized_operations: true,
         endpoint_type: if v >= 1 { 2 } else { 1 },
+        include_fenced_brokers: v >= 2,
     }
 }
 
@@ -611,12 +626,14 @@ fn describe_cluster_response(v: i16) -> dc::DescribeClusterResponse {
                 host: "broker-1".into(),
                 port: 9092,
                 rack: Some("rack-a".into()),
+                is_fenced: false,
             },
             dc::DescribeClusterBroker {
                 broker_id: 2,
                 host: "broker-2".into(),
                 port: 9092,
                 rack: None,
+                is_fenced: v >= 2,
             },
         ],
         cluster_authorized_operations: 0x1234,
@@ -885,7 +902,7 @@ fn join_group_request(v: i16) -> jg::JoinGroupRequest {
     jg::JoinGroupRequest {
         group_id: "orders-app".into(),
         session_timeout_ms: 45_000,
-        rebalance_timeout_ms: 300_000,
+        rebalance_timeout_ms: if v >= 1 { 300_000 } else { -1 },
         member_id: "consumer-1-abc".into(),
         group_instance_id: opt(v >= 5, "instance-1"),
         protocol_type: "consumer".into(),
@@ -905,7 +922,7 @@ fn join_group_request(v: i16) -> jg::JoinGroupRequest {
 
 fn join_group_response(v: i16) -> jg::JoinGroupResponse {
     jg::JoinGroupResponse {
-        throttle_time_ms: 4,
+        throttle_time_ms: if v >= 2 { 4 } else { 0 },
         error_code: 0,
         generation_id: 7,
         protocol_type: opt(v >= 7, "consumer"),

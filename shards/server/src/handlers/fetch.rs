@@ -4,6 +4,11 @@
 //!
 //! Fetch sessions (KIP-227) are declined the way Kafka declines them when its session cache is
 //! full: the response carries session id 0, so clients keep sending full fetch requests.
+//!
+//! From v13 topics are named by id; an id this broker does not know is UNKNOWN_TOPIC_ID, as in
+//! Kafka. v18 only adds the follower's `high_watermark` (KIP-1166), a replication field: a
+//! consumer leaves it at its default (not sent) and Kafka reads it only from a replica, so a
+//! consumer's v18 fetch is served exactly as v17. Replica fetches are not served at any version.
 
 use std::time::{Duration, Instant};
 
@@ -329,7 +334,7 @@ mod tests {
     #[test]
     fn only_partitions_led_here_are_read() {
         let image = cluster_image();
-        for version in [12, 13, 17] {
+        for version in [12, 13, 17, 18] {
             let wanted = resolve(
                 &image,
                 version,
@@ -348,6 +353,30 @@ mod tests {
                 "version {version}"
             );
         }
+    }
+
+    #[test]
+    fn an_unknown_topic_id_is_unknown_topic_id() {
+        let image = cluster_image();
+        for version in [13, 18] {
+            let mut req = request(version, &[0, 1]);
+            req.topics[0].topic_id = Uuid::from_u128(0xdead);
+            // A follower's high watermark changes nothing for the read.
+            req.topics[0].partitions[0].high_watermark = 3;
+            let wanted = resolve(&image, version, &req, 1 << 20);
+            assert_eq!(
+                codes(&wanted),
+                vec![ErrorCode::UNKNOWN_TOPIC_ID, ErrorCode::UNKNOWN_TOPIC_ID],
+                "version {version}"
+            );
+        }
+        // By name before v13: the other error.
+        let mut req = request(12, &[0]);
+        req.topics[0].topic = "nope".to_string();
+        assert_eq!(
+            codes(&resolve(&image, 12, &req, 1 << 20)),
+            vec![ErrorCode::UNKNOWN_TOPIC_OR_PARTITION]
+        );
     }
 
     #[test]

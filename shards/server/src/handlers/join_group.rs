@@ -1,6 +1,8 @@
 //! JoinGroup (key 11): a member joins (or rejoins) a group; the answer waits on the group's
 //! coordinator until the rebalance completes. v4+ hands a new member its id first
 //! (MEMBER_ID_REQUIRED, KIP-394); v5+ carries static membership (`group.instance.id`).
+//! v0 carries no rebalance timeout: as Kafka's `JoinGroupRequest` does for v0, the session
+//! timeout stands in for it. v0 and v1 answers carry no throttle time (the codec drops it).
 
 use sluice_group::JoinGroupArgs;
 use sluice_protocol::messages::join_group::{
@@ -22,6 +24,7 @@ pub async fn handle(
     request: JoinGroupRequest,
     client: &ClientInfo,
 ) -> JoinGroupResponse {
+    let rebalance_timeout_ms = request.effective_rebalance_timeout_ms(version);
     let args = JoinGroupArgs {
         group_id: request.group_id,
         member_id: request.member_id,
@@ -29,7 +32,7 @@ pub async fn handle(
         client_id: client.client_id.clone(),
         client_host: client.client_host.clone(),
         session_timeout_ms: request.session_timeout_ms,
-        rebalance_timeout_ms: request.rebalance_timeout_ms,
+        rebalance_timeout_ms,
         protocol_type: request.protocol_type,
         protocols: request
             .protocols

@@ -1,5 +1,10 @@
 //! ListOffsets (key 2): earliest, latest, max-timestamp and by-timestamp lookups, each on the
 //! shard that owns the partition.
+//!
+//! v10's `timeout_ms` (KIP-1075) bounds only lookups that must read remote (tiered) storage,
+//! which Kafka parks in its remote list-offsets purgatory; every log here is local, so every
+//! lookup answers at once and the field has nothing to bound, as in Kafka for a topic without
+//! tiered storage.
 
 use sluice_protocol::error::ErrorCode;
 use sluice_protocol::messages::list_offsets::{

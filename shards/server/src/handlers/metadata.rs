@@ -1,5 +1,6 @@
 //! Metadata (key 3): brokers, topics and partition leaders, from this shard's metadata image.
 //! Names a client asks for that do not exist are created first when auto-creation is on.
+//! v13 is v12 plus the response's top-level `error_code`, always NONE here (as Kafka's broker).
 
 use sluice_protocol::codec::Uuid;
 use sluice_protocol::error::ErrorCode;
@@ -46,6 +47,10 @@ pub async fn handle(
         controller_id: image.client_controller_id(),
         topics,
         cluster_authorized_operations: AUTHORIZED_OPERATIONS_OMITTED,
+        // v13's top-level error (KIP-1102). Kafka's broker answers NONE: REBOOTSTRAP_REQUIRED is
+        // for a server that knows the client's view is stale, which a broker serving its own
+        // current image never is. Per-topic errors stay per topic.
+        error_code: ErrorCode::NONE.0,
     }
 }
 

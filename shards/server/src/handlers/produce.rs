@@ -5,15 +5,22 @@
 //! partition carries exactly one batch of magic 2, whose CRC32C, length and offsets must be sane
 //! and whose size must fit `max.message.bytes`. Records inside (compressed or not) are not
 //! decoded: they are stored and served as sent.
+//!
+//! v13 names topics by id (KIP-516): as Kafka's KafkaApis, an id this broker does not know gets
+//! UNKNOWN_TOPIC_ID for each of its partitions (and is never auto-created: there is no name),
+//! and the answer names the topic by id. v12 is v11 on the wire; it differs only for
+//! transactional producers (KIP-890's implicit AddPartitionsToTxn), which Sluice does not admit:
+//! InitProducerId refuses a transactional id, so no batch here belongs to a transaction.
 
 use bytes::Bytes;
 use sluice_protocol::error::ErrorCode;
 use sluice_protocol::messages::produce::{
-    self as msg, PartitionProduceResponse, ProduceRequest, ProduceResponse, TopicProduceResponse,
+    self as msg, PartitionProduceResponse, ProduceRequest, ProduceResponse, TopicProduceData,
+    TopicProduceResponse,
 };
 use sluice_protocol::record_batch::{validate_produce_batch, RecordBatchError, RecordBatches};
 use sluice_replica::{LogAppendInfo, TopicIdPartition};
-use sluice_shard::{MetadataImage, ShardId};
+use sluice_shard::{MetadataImage, ShardId, TopicImage};
 
 use super::metadata::default_new_topic;
 use crate::context::ShardContext;
@@ -50,13 +57,16 @@ pub async fn handle(
     let mut slots: Vec<Vec<Slot>> = Vec::with_capacity(request.topic_data.len());
     for topic in &request.topic_data {
         let mut topic_slots = Vec::with_capacity(topic.partition_data.len());
+        let name = topic_name(&image, version, topic);
         for partition in &topic.partition_data {
-            let slot = if !acks_valid {
-                Slot::Failed(ErrorCode::INVALID_REQUIRED_ACKS, None)
-            } else {
-                match route(
+            let slot = match name {
+                // An unknown topic id: KafkaApis sets these aside before anything else, acks
+                // included.
+                None => Slot::Failed(ErrorCode::UNKNOWN_TOPIC_ID, None),
+                Some(_) if !acks_valid => Slot::Failed(ErrorCode::INVALID_REQUIRED_ACKS, None),
+                Some(name) => match route(
                     &image,
-                    &topic.name,
+                    name,
                     partition.index,
                     partition.records.as_ref(),
                     ctx.config.message_max_bytes as usize,
@@ -67,13 +77,13 @@ pub async fn handle(
                     }
                     Err((code, message)) => {
                         if code == ErrorCode::UNKNOWN_TOPIC_OR_PARTITION
-                            && image.topic(&topic.name).is_none()
+                            && image.topic(name).is_none()
                         {
-                            unknown_topics.push(topic.name.clone());
+                            unknown_topics.push(name.to_string());
                         }
                         Slot::Failed(code, message)
                     }
-                }
+                },
             };
             topic_slots.push(slot);
         }
@@ -87,6 +97,20 @@ pub async fn handle(
         return None;
     }
     Some(build_response(&image, version, &request, slots, &results))
+}
+
+/// The name of the topic a request names: its name before v13; from v13 the name of the topic
+/// with its id, `None` when no topic has it.
+fn topic_name<'a>(
+    image: &'a MetadataImage,
+    version: i16,
+    topic: &'a TopicProduceData,
+) -> Option<&'a str> {
+    if version >= msg::TOPIC_ID_MIN_VERSION {
+        image.topic_by_id(&topic.topic_id).map(|t| t.name.as_str())
+    } else {
+        Some(topic.name.as_str())
+    }
 }
 
 /// Resolves and validates one partition's records, in Kafka's order: the partition must be
@@ -208,7 +232,9 @@ fn build_response(
         .iter()
         .zip(slots)
         .map(|(topic, topic_slots)| TopicProduceResponse {
+            // As the request named it: by name before v13, by id from v13.
             name: topic.name.clone(),
+            topic_id: topic.topic_id,
             partition_responses: topic
                 .partition_data
                 .iter()
@@ -219,18 +245,17 @@ fn build_response(
                     if version >= CURRENT_LEADER_MIN_VERSION
                         && response.error_code == ErrorCode::NOT_LEADER_OR_FOLLOWER.0
                     {
-                        let (leader, endpoint) = leadership::current_leader(
-                            image,
-                            image.topic(&topic.name).map(|t| &**t),
-                            partition.index,
-                        );
+                        let found: Option<&TopicImage> = topic_name(image, version, topic)
+                            .and_then(|name| image.topic(name))
+                            .map(|t| &**t);
+                        let (leader, endpoint) =
+                            leadership::current_leader(image, found, partition.index);
                         response.current_leader = leader;
                         leadership::add_endpoint(&mut node_endpoints, endpoint);
                     }
                     response
                 })
                 .collect(),
-            ..TopicProduceResponse::default()
         })
         .collect();
     ProduceResponse {
@@ -460,6 +485,62 @@ mod tests {
             .partition_responses
             .iter()
             .all(|p| p.current_leader == LeaderIdAndEpoch::default()));
+    }
+
+    #[test]
+    fn v13_names_topics_by_id() {
+        let image = cluster_image();
+        let id = image.topic("t").map(|t| t.topic_id).expect("topic t");
+        let by_id = TopicProduceData {
+            topic_id: id,
+            ..TopicProduceData::default()
+        };
+        assert_eq!(topic_name(&image, 13, &by_id), Some("t"));
+        let unknown = TopicProduceData {
+            topic_id: sluice_protocol::codec::Uuid::from_u128(0xdead),
+            ..TopicProduceData::default()
+        };
+        assert_eq!(topic_name(&image, 13, &unknown), None);
+        // Before v13 the name is what counts; from v13 the id (a zero id is no topic's).
+        let by_name = TopicProduceData {
+            name: "t".to_string(),
+            ..TopicProduceData::default()
+        };
+        assert_eq!(topic_name(&image, 12, &by_name), Some("t"));
+        assert_eq!(topic_name(&image, 13, &by_name), None);
+    }
+
+    #[test]
+    fn v13_answers_by_id_and_names_the_leader_of_the_topic_with_that_id() {
+        let image = cluster_image();
+        let id = image.topic("t").map(|t| t.topic_id).expect("topic t");
+        let mut request = request(&[1, 0]);
+        request.topic_data[0].name = String::new();
+        request.topic_data[0].topic_id = id;
+        let response = build_response(
+            &image,
+            13,
+            &request,
+            vec![vec![
+                not_leader(),
+                Slot::Failed(ErrorCode::UNKNOWN_TOPIC_ID, None),
+            ]],
+            &[],
+        );
+        let topic = &response.responses[0];
+        assert_eq!((topic.name.as_str(), topic.topic_id), ("", id));
+        assert_eq!(
+            topic.partition_responses[0].current_leader,
+            LeaderIdAndEpoch {
+                leader_id: OTHER,
+                leader_epoch: 5
+            }
+        );
+        assert_eq!(
+            topic.partition_responses[1].error_code,
+            ErrorCode::UNKNOWN_TOPIC_ID.0
+        );
+        assert_eq!(response.node_endpoints.len(), 1);
     }
 
     #[test]
