@@ -171,7 +171,13 @@ impl Conn {
             }
         };
         self.versions = Versions {
-            produce: pick(ApiKey::Produce, produce::MIN_VERSION, produce::MAX_VERSION)?,
+            // The generator names topics in its produce requests; from v13 Produce takes topic
+            // ids instead, so it stays at the last version by name.
+            produce: pick(
+                ApiKey::Produce,
+                produce::MIN_VERSION,
+                produce::TOPIC_ID_MIN_VERSION - 1,
+            )?,
             fetch: pick(ApiKey::Fetch, fetch::MIN_VERSION, fetch::MAX_VERSION)?,
             metadata: pick(ApiKey::Metadata, 1, metadata::MAX_VERSION)?,
             list_offsets: pick(
