@@ -417,23 +417,7 @@ fn join_group_v5_request_and_v2_response() {
         &s16("range"),
         &[0x00, 0x00, 0x00, 0x02, 0xab, 0xcd], // metadata: int32 length 2
     ]);
-    check_request(
-        frame(&b),
-        header(11, 5, 3),
-        RequestBody::JoinGroup(jg::JoinGroupRequest {
-            group_id: "g".into(),
-            session_timeout_ms: 10_000,
-            rebalance_timeout_ms: 30_000,
-            member_id: String::new(),
-            group_instance_id: None,
-            protocol_type: "consumer".into(),
-            protocols: vec![jg::JoinGroupRequestProtocol {
-                name: "range".into(),
-                metadata: Bytes::from_static(&[0xab, 0xcd]),
-            }],
-            reason: None,
-        }),
-    );
+    check_request(frame(&b), header(11, 5, 3), join_group_request(30_000));
     let body = cat(&[
         &[0x00, 0x00, 0x00, 0x00], // throttle
         &[0x00, 0x4f],             // error_code 79 MEMBER_ID_REQUIRED
@@ -1578,21 +1562,7 @@ fn join_group_v0_and_v1_requests_and_v0_response() {
         &s16("range"),
         &[0x00, 0x00, 0x00, 0x02, 0xab, 0xcd], // metadata: int32 length 2
     ]);
-    let request = |rebalance_timeout_ms: i32| {
-        RequestBody::JoinGroup(jg::JoinGroupRequest {
-            group_id: "g".into(),
-            session_timeout_ms: 10_000,
-            rebalance_timeout_ms,
-            member_id: String::new(),
-            group_instance_id: None,
-            protocol_type: "consumer".into(),
-            protocols: vec![jg::JoinGroupRequestProtocol {
-                name: "range".into(),
-                metadata: Bytes::from_static(&[0xab, 0xcd]),
-            }],
-            reason: None,
-        })
-    };
+    let request = join_group_request;
     // v0: no rebalance_timeout_ms; it decodes as the schema default -1, and the coordinator
     // uses the session timeout in its place.
     let b = cat(&[
@@ -1645,4 +1615,22 @@ fn join_group_v0_and_v1_requests_and_v0_response() {
     });
     check_response(body.clone(), 11, 0, false, resp.clone());
     check_response(body, 11, 1, false, resp);
+}
+
+/// A new member's JoinGroup of group "g" (session 10 s, one "range" protocol), as the golden
+/// JoinGroup layouts encode it.
+fn join_group_request(rebalance_timeout_ms: i32) -> RequestBody {
+    RequestBody::JoinGroup(jg::JoinGroupRequest {
+        group_id: "g".into(),
+        session_timeout_ms: 10_000,
+        rebalance_timeout_ms,
+        member_id: String::new(),
+        group_instance_id: None,
+        protocol_type: "consumer".into(),
+        protocols: vec![jg::JoinGroupRequestProtocol {
+            name: "range".into(),
+            metadata: Bytes::from_static(&[0xab, 0xcd]),
+        }],
+        reason: None,
+    })
 }
