@@ -115,24 +115,27 @@ pub fn run(config: BrokerConfig) -> Result<(), String> {
     handles.push(spawn_in_order(builder, move || run_node(node))?);
     drop(events);
 
+    // The first signal is forwarded here; a second one exits at once.
+    let stop_signal = forward_signals(signals);
     // Every shard listening, and the node executor ready: a broker registered and unfenced, a
-    // controller listening on its controller listener.
-    wait_for(&events_rx, shard_count + 1, |e| {
-        matches!(e, ShardEvent::Listening(_))
-    })?;
-    info!(
-        "sluice ready: node {} ({}) listening on {} with {shard_count} shards (controller on cpu {}{}), data in {}, started in {} ms",
-        config.node_id,
-        roles(&config),
-        listeners(&config),
-        topology.controller_cpu,
-        if topology.controller_shares_cpu { ", shared" } else { "" },
-        config.log_dirs.display(),
-        started.elapsed().as_millis()
-    );
-
-    wait_for_signal(signals);
+    // controller listening on its controller listener. A signal before that (a broker whose
+    // controllers cannot be reached never gets there) stops the start the same graceful way.
+    let ready = wait_for_start(&events_rx, shard_count + 1, &stop_signal)?;
+    if ready {
+        info!(
+            "sluice ready: node {} ({}) listening on {} with {shard_count} shards (controller on cpu {}{}), data in {}, started in {} ms",
+            config.node_id,
+            roles(&config),
+            listeners(&config),
+            topology.controller_cpu,
+            if topology.controller_shares_cpu { ", shared" } else { "" },
+            config.log_dirs.display(),
+            started.elapsed().as_millis()
+        );
+        let _ = stop_signal.recv();
+    }
     info!("shutting down: no new connections, finishing in-flight requests");
+    arm_shutdown_deadline();
     for stop in stops {
         let _ = stop.send(());
     }
@@ -152,17 +155,35 @@ pub fn run(config: BrokerConfig) -> Result<(), String> {
     Ok(())
 }
 
-/// How often every executor wakes up even when idle; see `wake_periodically`.
+/// How often a busy executor wakes up on its own; see `wake_periodically`.
 const EXECUTOR_WAKE_INTERVAL: Duration = Duration::from_millis(20);
+/// Below this many tasks a second an executor counts as idle.
+const EXECUTOR_BUSY_TASKS_PER_SECOND: f64 = 100.0;
+/// The longest pause between such wake-ups, reached after a stretch with nothing to do.
+const EXECUTOR_WAKE_INTERVAL_IDLE_MAX: Duration = Duration::from_secs(1);
 
-/// Wakes the executor at a fixed interval for its whole life. A wake-up sent by another executor
-/// (a cross-executor channel message, including the mesh join at start) can be missed by an
-/// executor that is going to sleep at that moment — observed as a start-up hang in about one
-/// start in ten with two executors sharing a core under load. The message itself is queued;
-/// any later wake-up delivers it, so a periodic one bounds the delay to this interval.
+/// Wakes the executor for its whole life: every 20 ms while it has work, backing off (doubling)
+/// to once a second while it has none. A wake-up sent by another executor (a cross-executor
+/// channel message, including the mesh join at start) can be missed by an executor that is
+/// going to sleep at that moment — observed as a start-up hang in about one start in ten with
+/// two executors sharing a core under load. The message itself is queued; any later wake-up
+/// delivers it, so a periodic one bounds the delay. Fixed at 20 ms it cost an idle broker
+/// 150 wake-ups a second (1.7 % of a core with the other timers, measured); an idle executor
+/// (fewer than `EXECUTOR_BUSY_TASKS_PER_SECOND` tasks) pays for a missed wake-up with up to a
+/// second of delay instead, and traffic brings the 20 ms back within one interval.
 async fn wake_periodically() {
+    let mut interval = EXECUTOR_WAKE_INTERVAL;
     loop {
-        glommio::timer::sleep(EXECUTOR_WAKE_INTERVAL).await;
+        glommio::timer::sleep(interval).await;
+        // Tasks run since the last look (the count restarts at each look). An idle broker's
+        // own timers (session checks, metadata polls) run ~15 a second; traffic runs hundreds.
+        let tasks = glommio::executor().executor_stats().tasks_executed();
+        let tasks_per_second = tasks as f64 / interval.as_secs_f64();
+        interval = if tasks_per_second >= EXECUTOR_BUSY_TASKS_PER_SECOND {
+            EXECUTOR_WAKE_INTERVAL
+        } else {
+            (interval * 2).min(EXECUTOR_WAKE_INTERVAL_IDLE_MAX)
+        };
     }
 }
 
@@ -337,6 +358,7 @@ fn agent_settings(config: &BrokerConfig, shard_count: usize) -> AgentSettings {
         rack: config.broker_rack.clone(),
         heartbeat_interval: Duration::from_millis(config.broker_heartbeat_interval_ms),
         shard_count,
+        metadata_fetch_max_wait: Duration::from_millis(config.sluice_metadata_fetch_max_wait_ms),
     }
 }
 
@@ -366,15 +388,67 @@ fn wait_for(
     Ok(())
 }
 
-fn wait_for_signal(mut signals: Signals) {
-    let signal = signals.forever().next();
-    info!(?signal, "signal received");
-    // A second signal while draining means "now": exit without waiting.
+/// Forwards the first SIGINT/SIGTERM to the returned channel; a second one (while the first
+/// shutdown runs) exits at once.
+fn forward_signals(mut signals: Signals) -> mpsc::Receiver<()> {
+    let (first, first_rx) = mpsc::channel();
     std::thread::spawn(move || {
-        if signals.forever().next().is_some() {
+        let mut forever = signals.forever();
+        let signal = forever.next();
+        info!(?signal, "signal received");
+        let _ = first.send(());
+        if forever.next().is_some() {
             eprintln!("sluice: second signal, exiting immediately");
             std::process::exit(130);
         }
+    });
+    first_rx
+}
+
+/// Waits for `count` `Listening` events, or a stop signal. Ok(true): ready; Ok(false): stopped
+/// before it was ready.
+fn wait_for_start(
+    events: &mpsc::Receiver<ShardEvent>,
+    count: usize,
+    stop_signal: &mpsc::Receiver<()>,
+) -> Result<bool, String> {
+    // Start-up only: a short poll of the signal between events.
+    const SIGNAL_CHECK: Duration = Duration::from_millis(20);
+    let mut seen = 0;
+    while seen < count {
+        match events.recv_timeout(SIGNAL_CHECK) {
+            Ok(ShardEvent::Failed(shard, message)) => return Err(format!("{shard}: {message}")),
+            Ok(ShardEvent::Listening(_)) => seen += 1,
+            Ok(_) => {}
+            Err(mpsc::RecvTimeoutError::Timeout) => {
+                if stop_signal.try_recv().is_ok() {
+                    info!("stopped before the broker was ready");
+                    return Ok(false);
+                }
+            }
+            Err(mpsc::RecvTimeoutError::Disconnected) => {
+                return Err("every executor exited".to_string())
+            }
+        }
+    }
+    Ok(true)
+}
+
+/// How long a graceful shutdown may take (connections drain for up to 10 s, a controlled
+/// shutdown asks the controller for up to 2 s, logs flush) before the process gives up on it.
+const SHUTDOWN_DEADLINE: Duration = Duration::from_secs(60);
+
+/// A stop must end the process in every state: a shutdown that has not finished by
+/// `SHUTDOWN_DEADLINE` (a bug: some executor stopped making progress) exits non-zero, loudly,
+/// rather than leave a process that ignores the signal it was sent.
+fn arm_shutdown_deadline() {
+    std::thread::spawn(|| {
+        std::thread::sleep(SHUTDOWN_DEADLINE);
+        error!(
+            "shutdown did not finish within {} s; exiting without it",
+            SHUTDOWN_DEADLINE.as_secs()
+        );
+        std::process::exit(1);
     });
 }
 

@@ -232,6 +232,8 @@ pub struct BrokerConfig {
     pub sluice_spin_before_park_us: u64,
     /// `sluice.shard.channel.capacity`: bound of each cross-shard channel.
     pub sluice_shard_channel_capacity: usize,
+    /// `sluice.metadata.fetch.max.wait.ms`: a broker's metadata long poll.
+    pub sluice_metadata_fetch_max_wait_ms: u64,
 }
 
 impl BrokerConfig {
@@ -372,6 +374,7 @@ impl BrokerConfig {
             sluice_controller_dedicated_core: false,
             sluice_spin_before_park_us: 0,
             sluice_shard_channel_capacity: 1024,
+            sluice_metadata_fetch_max_wait_ms: 500,
         }
     }
 }

@@ -417,6 +417,14 @@ pub static SETTINGS: &[Setting] = &[
         },
     },
     Setting {
+        name: "sluice.metadata.fetch.max.wait.ms",
+        doc: "How long a broker's fetch of the metadata log waits on the controller when nothing new is committed (KRaft's 500 ms); shorter only to drive idle polls in tests. At most 2000: a controller call times out after 3 s.",
+        apply: |c, v| {
+            c.sluice_metadata_fetch_max_wait_ms = int_in(v, 1, 2_000)? as u64;
+            Ok(())
+        },
+    },
+    Setting {
         name: "sluice.shard.channel.capacity",
         doc: "Messages each cross-shard channel holds before senders wait.",
         apply: |c, v| {

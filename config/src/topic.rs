@@ -447,6 +447,9 @@ fn broker_setting_value(c: &BrokerConfig, name: &str) -> (Option<String>, Config
         }
         "sluice.spin.before.park.us" => (s(c.sluice_spin_before_park_us.to_string()), Long),
         "sluice.shard.channel.capacity" => (s(c.sluice_shard_channel_capacity.to_string()), Int),
+        "sluice.metadata.fetch.max.wait.ms" => {
+            (s(c.sluice_metadata_fetch_max_wait_ms.to_string()), Long)
+        }
         // A setting added to SETTINGS without a line here is listed without a value.
         _ => (None, String),
     }

@@ -13,6 +13,7 @@ started with config/cluster/start from the config/cluster/*.toml files (cluster.
    was led by two nodes.
 3. kill -9 of a broker: it leaves Metadata (fenced) within broker.session.timeout.ms + 5 s, comes
    back after a restart and leads its partitions again; produce/consume on one of them works.
+4. kill -9 of all three controllers: SIGTERM still stops a broker gracefully within 10 s.
 
 Sluice only (SLUICE_TARGET=kafka skips it). The cluster's ports are fixed by the files (19093-19095,
 19192/19292/19392): the module fails at once if one is taken. Logs: pytest's temp dir, cluster*/.
@@ -20,6 +21,8 @@ Sluice only (SLUICE_TARGET=kafka skips it). The cluster's ports are fixed by the
 
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
 import threading
 import time
@@ -30,7 +33,7 @@ from kafka.admin import KafkaAdminClient, NewTopic
 from kafka.errors import TopicAlreadyExistsError
 
 import harness
-from cluster import BROKERS, CONTROLLERS, READY, Cluster, broker_ids, partition_leaders, setting, topic_names
+from cluster import BROKERS, CONTROLLERS, READY, Cluster, alive, broker_ids, partition_leaders, setting, topic_names
 
 # About 25 s (most of it the broker session timeout in test 3), so not marked slow.
 pytestmark = pytest.mark.skipif(harness.TARGET != "sluice", reason="the config/cluster files are Sluice's")
@@ -407,3 +410,29 @@ def test_killed_broker_is_fenced_and_returns(cluster, tmp_path):
     harness.verify_exactly_once(records, 200, "f", partitions=parts)
     print(f"partition {part} (led by {vid}): 100 messages from before the kill and 100 produced after the "
           f"restart via {via}, all 200 read back via {via_consume} exactly once, offsets 0..199")
+
+
+# ------------------------------------------------------------------------------------------ 4
+
+def test_sigterm_ends_a_broker_whose_controllers_are_gone(cluster):
+    """The whole quorum dies (kill -9 of the 3 controllers): a broker told to stop still stops, at
+    once and gracefully (its controlled shutdown gives up after its bound). Then the quorum and the
+    broker come back, so the module's teardown finds every process running. Last in this module."""
+    victim = "broker-3"
+    for c in CONTROLLERS:
+        cluster.kill9(c)
+    pid = cluster.pid(victim)
+    since = cluster.log_size(victim)
+    t0 = time.time()
+    os.kill(pid, signal.SIGTERM)
+    while alive(pid) and time.time() - t0 < 10:
+        time.sleep(0.01)
+    took = time.time() - t0
+    assert not alive(pid), f"{victim} still running {took:.1f}s after SIGTERM\n{cluster.tails(20, [victim])}"
+    stopped = [l for l in cluster.lines(victim, since) if "sluice stopped" in l]
+    assert stopped, f"{victim} exited without its last line\n{cluster.tails(20, [victim])}"
+    print(f"\n{victim}: SIGTERM with every controller dead → stopped in {took:.2f}s")
+    for name in CONTROLLERS + [victim]:
+        offset = cluster.restart(name)
+        if name == victim:
+            cluster.wait_line(name, READY, offset, 60, "(ready after the quorum came back)")

@@ -57,6 +57,14 @@ impl Broker {
     /// Like `start_in`, with the log filter `filter` (RUST_LOG syntax); the log is
     /// `<dir>/broker.log` (`Broker::log`).
     pub fn start_logging(dir: &Path, port: u16, overrides: &[&str], filter: &str) -> Broker {
+        let mut broker = Broker::spawn_logging(dir, port, overrides, filter);
+        broker.wait_ready();
+        broker
+    }
+
+    /// Like `start_logging`, without waiting for the broker to be ready (one that never will
+    /// be: its controllers cannot be reached).
+    pub fn spawn_logging(dir: &Path, port: u16, overrides: &[&str], filter: &str) -> Broker {
         let data = dir.join("data");
         let log = std::fs::OpenOptions::new()
             .create(true)
@@ -78,13 +86,11 @@ impl Broker {
             .stderr(log)
             .spawn()
             .expect("start sluice");
-        let mut broker = Broker {
+        Broker {
             child: Some(child),
             port,
             dir: dir.to_path_buf(),
-        };
-        broker.wait_ready();
-        broker
+        }
     }
 
     /// Starts `sluice` with no arguments at all, in `dir` as working directory: the embedded
@@ -166,6 +172,41 @@ impl Broker {
         // SAFETY: kill(2) on our child's pid.
         unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
         child.wait().unwrap()
+    }
+
+    /// SIGTERM, then waits up to `limit` for the exit: its status and how long it took, or
+    /// None if the process was still running then (it is killed).
+    pub fn stop_within(mut self, limit: Duration) -> Option<(ExitStatus, Duration)> {
+        let mut child = self.child.take().unwrap();
+        let asked = Instant::now();
+        // SAFETY: kill(2) on our child's pid.
+        unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+        while asked.elapsed() < limit {
+            if let Some(status) = child.try_wait().unwrap() {
+                return Some((status, asked.elapsed()));
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+        None
+    }
+
+    /// CPU time the process has used so far (user + system, all threads).
+    pub fn cpu_time(&self) -> Duration {
+        let pid = self.child.as_ref().unwrap().id();
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        // Fields after the command name (which may hold spaces) start at state (field 3);
+        // utime and stime are fields 14 and 15, in clock ticks.
+        let after_name = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
+        let fields: Vec<&str> = after_name.split_whitespace().collect();
+        let ticks: u64 = [11, 12]
+            .iter()
+            .filter_map(|i| fields.get(*i).and_then(|f| f.parse::<u64>().ok()))
+            .sum();
+        // SAFETY: sysconf has no preconditions.
+        let per_second = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as u64;
+        Duration::from_micros(ticks * 1_000_000 / per_second)
     }
 
     /// SIGKILL: a crash.

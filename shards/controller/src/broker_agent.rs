@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use futures_channel::oneshot;
 use glommio::channels::channel_mesh::Receivers;
 use sluice_protocol::codec::Uuid;
-use sluice_shard::{Envelope, MetadataError, ShardId, ShardMesh, ShardMessage};
+use sluice_shard::{Envelope, LocalWatch, MetadataError, ShardId, ShardMesh, ShardMessage};
 use tracing::{debug, error, info, warn};
 
 use crate::metadata_state::MetadataState;
@@ -28,8 +28,8 @@ const CALL_DEADLINE: Duration = Duration::from_secs(10);
 const RPC_TIMEOUT: Duration = Duration::from_secs(3);
 /// Pause before retrying another controller.
 const RETRY_BACKOFF: Duration = Duration::from_millis(50);
-/// A fetch waits this long on the controller for new entries.
-const FETCH_MAX_WAIT_MS: u32 = 500;
+/// The follower logs its count of fetches (debug level) every this many.
+const FETCHES_LOGGED_EVERY: u64 = 1_000;
 /// Bytes of entries per fetch answer.
 const FETCH_BYTES_MAX: u32 = 1 << 20;
 /// How long a stopping broker waits for the controller to fence it.
@@ -52,6 +52,9 @@ pub struct AgentSettings {
     pub heartbeat_interval: Duration,
     /// Data shards in this process.
     pub shard_count: usize,
+    /// `sluice.metadata.fetch.max.wait.ms`: how long a metadata fetch waits on the controller
+    /// for new entries.
+    pub metadata_fetch_max_wait: Duration,
 }
 
 /// How this broker reaches the active controller.
@@ -145,10 +148,10 @@ pub struct BrokerAgent {
     incarnation_id: Uuid,
     broker_epoch: Cell<i64>,
     fenced: Cell<bool>,
-    /// The metadata offset of the image every shard holds.
-    published_index: Cell<u64>,
-    /// Forwarded changes waiting for the shards' image to reach their offset.
-    applied_waiters: RefCell<Vec<(u64, oneshot::Sender<()>)>>,
+    /// The metadata offset of the image every shard holds; forwarded changes wait on it.
+    published: LocalWatch,
+    /// Metadata fetches made (logged at debug level every `FETCHES_LOGGED_EVERY`).
+    fetches: Cell<u64>,
     unfenced: RefCell<Option<oneshot::Sender<()>>>,
 }
 
@@ -170,8 +173,8 @@ impl BrokerAgent {
             incarnation_id: Uuid(crate::replication_control::new_topic_id().0),
             broker_epoch: Cell::new(-1),
             fenced: Cell::new(true),
-            published_index: Cell::new(0),
-            applied_waiters: RefCell::new(Vec::new()),
+            published: LocalWatch::new(0),
+            fetches: Cell::new(0),
             unfenced: RefCell::new(Some(unfenced)),
         })
     }
@@ -315,31 +318,34 @@ impl BrokerAgent {
     /// Waits (bounded) until this broker's image includes `offset`, so that a client told
     /// "created" finds the topic here at once.
     async fn wait_applied(&self, offset: u64) {
-        if self.published_index.get() >= offset {
+        if self.published.value() >= offset {
             return;
         }
-        let (wake, woken) = oneshot::channel();
-        self.applied_waiters.borrow_mut().push((offset, wake));
         futures_lite::future::or(
-            async {
-                let _ = woken.await;
-            },
+            self.published.wait_beyond(offset - 1),
             glommio::timer::sleep(CALL_DEADLINE),
         )
         .await;
     }
 
-    /// KRaft's MetadataLoader: fetch committed entries, apply, publish.
+    /// KRaft's MetadataLoader: fetch committed entries, apply, publish. Each fetch is a long
+    /// poll that the controller holds until something is committed or the wait is over; an
+    /// empty answer that comes back early (a controller that cannot wait, a failing link) is
+    /// followed by a pause, so that this loop never spins however the controller behaves.
     async fn follow_log(self: Rc<Self>) {
+        let max_wait = self.settings.metadata_fetch_max_wait;
         let mut published_once = false;
         loop {
             let request = ControllerRequest::FetchMetadata {
                 broker_id: self.settings.node_id,
                 offset_after: self.state.borrow().applied_index,
-                max_wait_ms: FETCH_MAX_WAIT_MS,
+                max_wait_ms: u32::try_from(max_wait.as_millis()).unwrap_or(u32::MAX),
                 bytes_max: FETCH_BYTES_MAX,
             };
-            let (entries, leader_id) = match self.link.call(&request).await {
+            let asked = Instant::now();
+            let answer = self.link.call(&request).await;
+            self.count_fetch();
+            let (entries, leader_id) = match answer {
                 Ok(ControllerResponse::FetchMetadata {
                     entries, leader_id, ..
                 }) => (entries, leader_id),
@@ -348,9 +354,16 @@ impl BrokerAgent {
                     glommio::timer::sleep(RETRY_BACKOFF).await;
                     continue;
                 }
-                Err(_) => continue,
+                Err(error) => {
+                    debug!(%error, "metadata fetch failed; retrying");
+                    glommio::timer::sleep(RETRY_BACKOFF).await;
+                    continue;
+                }
             };
             let changed = !entries.is_empty();
+            if !changed && asked.elapsed() < max_wait / 2 {
+                glommio::timer::sleep(RETRY_BACKOFF.min(max_wait)).await;
+            }
             self.apply(entries);
             // The shards start serving with the first image, and that waits until this broker
             // is unfenced in it: as Kafka's broker, which opens its listeners only once caught up
@@ -361,6 +374,14 @@ impl BrokerAgent {
                 published_once = true;
                 self.after_publish(published);
             }
+        }
+    }
+
+    fn count_fetch(&self) {
+        let fetches = self.fetches.get() + 1;
+        self.fetches.set(fetches);
+        if fetches.is_multiple_of(FETCHES_LOGGED_EVERY) {
+            debug!(fetches, "metadata log follower: fetches made");
         }
     }
 
@@ -413,7 +434,7 @@ impl BrokerAgent {
                 .await
                 .is_err()
             {
-                return self.published_index.get(); // shutting down
+                return self.published.value(); // shutting down
             }
             pending.push(done);
         }
@@ -424,11 +445,7 @@ impl BrokerAgent {
     }
 
     fn after_publish(&self, published: u64) {
-        self.published_index.set(published);
-        let applied = published;
-        self.applied_waiters
-            .borrow_mut()
-            .retain_mut(|(offset, _)| *offset > applied);
+        self.published.advance(published);
         if self.live_here() {
             if let Some(unfenced) = self.unfenced.borrow_mut().take() {
                 let _ = unfenced.send(());

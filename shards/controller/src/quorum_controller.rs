@@ -17,13 +17,12 @@ use std::path::PathBuf;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
-use futures_channel::oneshot;
 use glommio::sync::Semaphore;
 use sluice_protocol::codec::Uuid;
 use sluice_quorum::Entry;
 use sluice_shard::{
-    CreatedTopic, MetadataError, NewTopic, ProducerIdBlock, TopicConfigChanges, TopicRef,
-    PRODUCER_ID_BLOCK_SIZE,
+    CreatedTopic, LocalWatch, MetadataError, NewTopic, ProducerIdBlock, TopicConfigChanges,
+    TopicRef, PRODUCER_ID_BLOCK_SIZE,
 };
 use tracing::{error, info, warn};
 
@@ -41,8 +40,6 @@ use crate::rpc_net::RpcHandler;
 const SESSION_CHECK_INTERVAL: Duration = Duration::from_millis(100);
 /// Committed entries a broker may fetch in one answer, besides the byte limit.
 const FETCH_ENTRIES_MAX: usize = 4096;
-/// Waiting long polls; more are answered at once (empty).
-const FETCH_WAITERS_MAX: usize = 1024;
 
 /// What the controller needs from the configuration.
 #[derive(Clone, Debug)]
@@ -74,7 +71,8 @@ pub struct QuorumController {
     /// Every committed entry, index `i` at position `i - 1` (no-ops with empty data), for
     /// brokers following the log. Snapshots that drop the prefix come later.
     entries: RefCell<Vec<MetadataEntry>>,
-    fetch_waiters: RefCell<Vec<oneshot::Sender<()>>>,
+    /// The applied index, watched by brokers' long polls (`fetch_metadata`).
+    applied: LocalWatch,
     /// The first index of this node's leadership; active once applied.
     leader_index_first: Cell<Option<u64>>,
     /// The term this node leads (or last led).
@@ -92,7 +90,7 @@ impl QuorumController {
             settings: settings.clone(),
             raft: RefCell::new(None),
             entries: RefCell::new(Vec::new()),
-            fetch_waiters: RefCell::new(Vec::new()),
+            applied: LocalWatch::new(0),
             leader_index_first: Cell::new(None),
             leader_term: Cell::new(0),
             active: Cell::new(false),
@@ -636,32 +634,19 @@ impl QuorumController {
     }
 
     /// Committed entries after `offset_after`; waits up to `max_wait_ms` when there are none.
+    /// Each poll leaves nothing behind when it times out (`LocalWatch`), so any number of
+    /// idle polls costs no memory and every one waits its full time.
     async fn fetch_metadata(
         &self,
         offset_after: u64,
         max_wait_ms: u32,
         bytes_max: u32,
     ) -> ControllerResponse {
-        let deadline = Instant::now() + Duration::from_millis(u64::from(max_wait_ms.min(30_000)));
-        loop {
-            let committed = self.state.borrow().applied_index;
-            if committed > offset_after || Instant::now() >= deadline {
-                break;
-            }
-            let (wake, woken) = oneshot::channel();
-            {
-                let mut waiters = self.fetch_waiters.borrow_mut();
-                if waiters.len() >= FETCH_WAITERS_MAX {
-                    break;
-                }
-                waiters.push(wake);
-            }
-            let left = deadline.saturating_duration_since(Instant::now());
+        if self.applied.value() <= offset_after {
+            let wait = Duration::from_millis(u64::from(max_wait_ms.min(30_000)));
             futures_lite::future::or(
-                async {
-                    let _ = woken.await;
-                },
-                glommio::timer::sleep(left),
+                self.applied.wait_beyond(offset_after),
+                glommio::timer::sleep(wait),
             )
             .await;
         }
@@ -725,12 +710,6 @@ impl QuorumController {
                 }
             })
             .detach();
-        }
-    }
-
-    fn wake_fetchers(&self) {
-        for waiter in self.fetch_waiters.borrow_mut().drain(..) {
-            let _ = waiter.send(());
         }
     }
 }
@@ -806,7 +785,7 @@ impl QuorumController {
             data: entry.data.to_vec(),
         });
         drop(entries);
-        self.wake_fetchers();
+        self.applied.advance(entry.index);
         if let Some(first) = self.leader_index_first.get() {
             if !self.active.get() && entry.index >= first {
                 self.leader_index_first.set(None);
@@ -1010,6 +989,69 @@ mod tests {
         assert_eq!(topic.partitions[0].leader, 4);
         // Partition 2 stays with its new leader; 4 is not back in its ISR (no replication yet).
         assert_eq!(topic.partitions[2].leader, 6);
+    }
+
+    /// A broker's metadata long polls on an idle cluster: thousands of polls time out one
+    /// after another. Each must wait its whole time and leave nothing behind (a list of
+    /// waiters drained only by a commit once filled up after 1,024 idle polls, and from then
+    /// on every poll returned at once: the broker's follower spun a core).
+    #[test]
+    fn idle_metadata_polls_wait_their_full_time_and_leave_nothing_behind() {
+        let dir = std::env::temp_dir().join(format!(
+            "sluice-controller-idle-polls-{}-{}",
+            std::process::id(),
+            raft_driver::epoch_ms()
+        ));
+        let settings = ControllerSettings {
+            node_id: 1,
+            voters: vec![(1, None)],
+            metadata_dir: dir.clone(),
+            tick: Duration::from_millis(10),
+            election_timeout: Duration::from_millis(200),
+            broker_session_timeout: Duration::from_secs(9),
+            delete_topic_enable: true,
+            partitions_max: 1000,
+        };
+        glommio::LocalExecutorBuilder::default()
+            .spawn(move || async move {
+                let controller = QuorumController::start(settings).expect("controller starts");
+                // The single voter elects itself and commits the cluster id; then nothing
+                // changes any more.
+                let started = Instant::now();
+                while controller.state.borrow().image.cluster_id.is_empty() {
+                    assert!(started.elapsed() < Duration::from_secs(10), "no cluster id");
+                    glommio::timer::sleep(Duration::from_millis(5)).await;
+                }
+                let applied = controller.applied.value();
+                assert!(applied > 0);
+                const POLLS: u32 = 3_000;
+                const WAIT: Duration = Duration::from_millis(1);
+                for poll in 0..POLLS {
+                    let asked = Instant::now();
+                    let answer = controller.fetch_metadata(applied, 1, 1 << 20).await;
+                    let waited = asked.elapsed();
+                    assert!(waited >= WAIT, "idle poll {poll} returned after {waited:?}");
+                    let ControllerResponse::FetchMetadata { entries, .. } = answer else {
+                        panic!("poll {poll}: not a FetchMetadata answer");
+                    };
+                    assert!(entries.is_empty(), "poll {poll}: nothing was committed");
+                    assert_eq!(controller.applied.waiting(), 0, "poll {poll} left a waiter");
+                }
+                // A poll from behind is answered at once with what it missed.
+                let asked = Instant::now();
+                let answer = controller
+                    .fetch_metadata(applied - 1, 30_000, 1 << 20)
+                    .await;
+                assert!(asked.elapsed() < Duration::from_secs(1));
+                let ControllerResponse::FetchMetadata { entries, .. } = answer else {
+                    panic!("not a FetchMetadata answer");
+                };
+                assert_eq!(entries.len(), 1);
+            })
+            .expect("executor")
+            .join()
+            .expect("the test ran");
+        let _ = std::fs::remove_dir_all(dir);
     }
 
     #[test]

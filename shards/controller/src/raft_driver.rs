@@ -177,6 +177,9 @@ pub fn open(
     ))
 }
 
+/// The tick of a single voter that leads (its ticks have nothing to do).
+const LONE_LEADER_TICK: Duration = Duration::from_secs(1);
+
 /// The driver, opened but not yet running.
 pub struct RaftDriver {
     driver: Driver,
@@ -189,12 +192,22 @@ impl RaftDriver {
     pub fn spawn(self) {
         let ticker = Rc::downgrade(&self.driver.handle);
         let tick = self.tick;
+        // A single voter that leads has nobody to heartbeat and no election to time: its ticks
+        // do nothing, so an idle single node is not woken 100 times a second for them.
+        let lone_voter = self.driver.peers.is_empty();
+        let node_id = self.driver.node_id;
         glommio::spawn_local(self.driver.run(self.inputs)).detach();
         glommio::spawn_local(async move {
+            let mut pause = tick;
             loop {
-                glommio::timer::sleep(tick).await;
+                glommio::timer::sleep(pause).await;
                 let Some(handle) = ticker.upgrade() else {
                     break;
+                };
+                pause = if lone_voter && handle.leader_id() == node_id {
+                    LONE_LEADER_TICK
+                } else {
+                    tick
                 };
                 let _ = handle.inbox.try_send(Input::Tick);
             }

@@ -1021,11 +1021,24 @@ impl<W> GroupCoordinator<W> {
     /// Runs what is due at `now_ms`: sessions that ended, member ids never used, rebalances
     /// whose deadline passed.
     pub fn tick(&mut self, now_ms: i64) {
-        let group_ids: Vec<String> = self.groups.keys().cloned().collect();
+        // Only groups with something timed: offsets-only and empty groups (kept for days by
+        // offsets.retention.minutes) cost nothing here.
+        let group_ids: Vec<String> = self
+            .groups
+            .values()
+            .filter(|g| g.has_timers())
+            .map(|g| g.group_id.clone())
+            .collect();
         for group_id in group_ids {
             self.expire_members(&group_id, now_ms);
             self.try_complete_join(&group_id, now_ms);
         }
+    }
+
+    /// Whether any group has members, pending member ids or a rebalance in progress: only then
+    /// does `tick` have work; an idle coordinator needs no ticks until a request arrives.
+    pub fn needs_ticks(&self) -> bool {
+        self.groups.values().any(|g| g.has_timers())
     }
 
     fn expire_members(&mut self, group_id: &str, now_ms: i64) {

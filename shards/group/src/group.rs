@@ -135,6 +135,14 @@ pub struct ClassicGroup<W> {
 }
 
 impl<W> ClassicGroup<W> {
+    /// Whether something of this group runs out with time: member sessions, pending member
+    /// ids, a rebalance deadline.
+    pub fn has_timers(&self) -> bool {
+        !self.members.is_empty()
+            || !self.pending_members.is_empty()
+            || self.state == GroupState::PreparingRebalance
+    }
+
     /// A new empty group.
     pub fn new(group_id: String, partition: i32, now_ms: i64) -> ClassicGroup<W> {
         ClassicGroup {

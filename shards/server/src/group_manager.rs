@@ -20,7 +20,7 @@ use sluice_group::{
 use sluice_protocol::codec::Uuid;
 use sluice_protocol::record_batch::{read_records, Record, RecordBatchBuilder, RecordBatches};
 use sluice_replica::TopicIdPartition;
-use sluice_shard::{GroupRequest, GroupResponse, MetadataImage};
+use sluice_shard::{GroupRequest, GroupResponse, LocalWatch, MetadataImage};
 use tracing::{debug, error, info, warn};
 
 use crate::context::ShardContext;
@@ -28,8 +28,10 @@ use crate::context::ShardContext;
 /// How a delayed JoinGroup or SyncGroup is answered.
 type Waiter = oneshot::Sender<GroupResponse>;
 
-/// How often sessions and rebalance deadlines are checked.
+/// How often sessions and rebalance deadlines are checked while some group has them.
 const GROUP_TICK: Duration = Duration::from_millis(50);
+/// The tick's pace while no group has anything timed; any request wakes it at once.
+const GROUP_IDLE_TICK: Duration = Duration::from_secs(5);
 /// Bytes read per step while loading a partition of `__consumer_offsets`.
 const LOAD_READ_BYTES: usize = 1 << 20;
 
@@ -41,6 +43,8 @@ pub struct GroupManager {
     pending_loads: RefCell<Vec<i32>>,
     /// Effects of unloading, carried out by the next tick.
     pending_effects: RefCell<Vec<Effect<Waiter>>>,
+    /// Moves on every call into the coordinator and every queued load: wakes an idle tick.
+    activity: LocalWatch,
 }
 
 struct Coordinated {
@@ -79,6 +83,7 @@ impl GroupManager {
     ) -> Option<(R, Vec<Effect<Waiter>>)> {
         let mut state = self.state.borrow_mut();
         let coordinated = state.as_mut()?;
+        self.activity.advance(self.activity.value() + 1);
         let result = f(&mut coordinated.coordinator);
         let effects = coordinated.coordinator.take_effects();
         if cfg!(debug_assertions) {
@@ -354,6 +359,7 @@ impl GroupManager {
             c.coordinator.begin_load(partition);
         }
         self.pending_loads.borrow_mut().push(partition);
+        self.activity.advance(self.activity.value() + 1);
     }
 
     fn unload(&self, partition: i32) {
@@ -455,24 +461,60 @@ impl GroupManager {
     // ---- timers ------------------------------------------------------------------------------
 
     /// Starts the session/rebalance tick and the offset expiry on this shard.
-    pub fn spawn_timers(self: &Rc<Self>, ctx: &Rc<ShardContext>) {
-        let manager = self.clone();
-        crate::log_manager::every(ctx.clone(), GROUP_TICK, move |ctx| {
-            let manager = manager.clone();
-            async move {
-                let loads: Vec<i32> = manager.pending_loads.borrow_mut().drain(..).collect();
-                for partition in loads {
-                    let (manager, ctx) = (manager.clone(), ctx.clone());
-                    glommio::spawn_local(async move { manager.load(&ctx, partition).await })
-                        .detach();
-                }
-                let unloaded: Vec<_> = manager.pending_effects.borrow_mut().drain(..).collect();
-                manager.run_effects(&ctx, unloaded).await;
-                if let Some(((), effects)) = manager.with(|c| c.tick(now_ms())) {
-                    manager.run_effects(&ctx, effects).await;
-                }
+    /// Waits for the next tick: `GROUP_TICK` while some group has sessions or deadlines to
+    /// check, else until a request or a load arrives (or `GROUP_IDLE_TICK`), so that an idle
+    /// shard is not woken 20 times a second for nothing. False once the shard shuts down.
+    async fn wait_for_tick(&self, ctx: &ShardContext) -> bool {
+        let busy = !self.pending_loads.borrow().is_empty()
+            || !self.pending_effects.borrow().is_empty()
+            || self
+                .state
+                .borrow()
+                .as_ref()
+                .is_some_and(|c| c.coordinator.needs_ticks());
+        let seen = self.activity.value();
+        let next = async {
+            if busy {
+                glommio::timer::sleep(GROUP_TICK).await;
+            } else {
+                // The first request after idling is ticked for at once, then at GROUP_TICK.
+                futures_lite::future::or(
+                    self.activity.wait_beyond(seen),
+                    glommio::timer::sleep(GROUP_IDLE_TICK),
+                )
+                .await;
+                glommio::timer::sleep(GROUP_TICK).await;
             }
-        });
+            true
+        };
+        futures_lite::future::or(next, async {
+            ctx.shutdown.wait().await;
+            false
+        })
+        .await
+    }
+
+    async fn tick(&self, ctx: &Rc<ShardContext>) {
+        let loads: Vec<i32> = self.pending_loads.borrow_mut().drain(..).collect();
+        for partition in loads {
+            let (manager, ctx) = (ctx.groups.clone(), ctx.clone());
+            glommio::spawn_local(async move { manager.load(&ctx, partition).await }).detach();
+        }
+        let unloaded: Vec<_> = self.pending_effects.borrow_mut().drain(..).collect();
+        self.run_effects(ctx, unloaded).await;
+        if let Some(((), effects)) = self.with(|c| c.tick(now_ms())) {
+            self.run_effects(ctx, effects).await;
+        }
+    }
+
+    pub fn spawn_timers(self: &Rc<Self>, ctx: &Rc<ShardContext>) {
+        let (manager, ctx_tick) = (self.clone(), ctx.clone());
+        glommio::spawn_local(async move {
+            while manager.wait_for_tick(&ctx_tick).await {
+                manager.tick(&ctx_tick).await;
+            }
+        })
+        .detach();
         let manager = self.clone();
         let interval = Duration::from_millis(ctx.config.offsets_retention_check_interval_ms);
         crate::log_manager::every(ctx.clone(), interval, move |ctx| {

@@ -132,33 +132,54 @@ async fn serve(start: ShardStart) -> Result<(), String> {
     ));
     pump::spawn_pumps(ctx.clone(), receivers);
     log_manager::spawn_retention(ctx.clone());
-    ctx.metadata_ready.wait().await;
-    log_manager::spawn_producer_expiry(&ctx);
-    ctx.groups.spawn_timers(&ctx);
-
-    let listener_config = config
-        .listeners
-        .first()
-        .ok_or_else(|| "no listener configured".to_string())?;
-    let addr = listener_config.socket_addr()?;
-    let listener = TcpListener::bind(addr).map_err(|e| format!("cannot listen on {addr}: {e}"))?;
-    let _ = events.send(ShardEvent::Listening(shard_id));
-
+    // Armed before the first image: a broker that never gets one (its controllers cannot be
+    // reached) must still stop when told to.
     let trigger = ctx.clone();
     glommio::spawn_local(async move {
         let _ = stop.await;
         trigger.shutdown.trigger();
     })
     .detach();
-
-    accept_until_shutdown(&ctx, &listener).await;
-    drop(listener);
-    drain(&ctx.connections).await;
+    let ready = futures_lite::future::or(
+        async {
+            ctx.metadata_ready.wait().await;
+            true
+        },
+        async {
+            ctx.shutdown.wait().await;
+            false
+        },
+    )
+    .await;
+    if ready {
+        serve_clients(&ctx, &config, &events).await?;
+    }
     let _ = events.send(ShardEvent::Drained(shard_id));
     let _ = finish.await;
     ctx.replicas.shutdown().await;
     mesh.close();
     info!(%shard_id, "shard stopped");
+    Ok(())
+}
+
+/// From the first image on: listens, serves connections until the shutdown, drains them.
+async fn serve_clients(
+    ctx: &Rc<ShardContext>,
+    config: &BrokerConfig,
+    events: &mpsc::Sender<ShardEvent>,
+) -> Result<(), String> {
+    log_manager::spawn_producer_expiry(ctx);
+    ctx.groups.spawn_timers(ctx);
+    let listener_config = config
+        .listeners
+        .first()
+        .ok_or_else(|| "no listener configured".to_string())?;
+    let addr = listener_config.socket_addr()?;
+    let listener = TcpListener::bind(addr).map_err(|e| format!("cannot listen on {addr}: {e}"))?;
+    let _ = events.send(ShardEvent::Listening(ctx.shard_id));
+    accept_until_shutdown(ctx, &listener).await;
+    drop(listener);
+    drain(&ctx.connections).await;
     Ok(())
 }
 
