@@ -249,6 +249,7 @@ async fn run_node(start: NodeStart) {
                     bound,
                     controller.clone(),
                     CONTROLLER_CONNECTIONS_MAX,
+                    rpc_net::SERVER_IDLE_LIMIT,
                 ))
                 .detach();
             }

@@ -145,6 +145,9 @@ pub struct BrokerConfig {
     pub advertised_listeners: Vec<Listener>,
     /// `socket.request.max.bytes`: the largest request frame accepted.
     pub socket_request_max_bytes: u32,
+    /// `connections.max.idle.ms`: a client connection with no request for this long is closed
+    /// (time spent handling a request does not count); -1: never.
+    pub connections_max_idle_ms: i64,
     /// `broker.rack`: the rack (or availability zone) of this broker, for rack-aware replica
     /// placement; None: unset.
     pub broker_rack: Option<String>,
@@ -333,6 +336,7 @@ impl BrokerConfig {
             controller_listener: None,
             advertised_listeners: Vec::new(),
             socket_request_max_bytes: 104_857_600,
+            connections_max_idle_ms: 600_000,
             broker_rack: None,
             broker_heartbeat_interval_ms: 2_000,
             broker_session_timeout_ms: 9_000,
@@ -508,6 +512,26 @@ mod tests {
         assert_eq!(config.sluice_shards, 4);
         assert_eq!(config.listeners[0].port, 19092);
         assert!(config.apply_override("nonsense").is_err());
+    }
+
+    #[test]
+    fn connections_max_idle_ms_is_kafkas() {
+        let mut config = BrokerConfig::default_single_node();
+        assert_eq!(config.connections_max_idle_ms, 600_000);
+        config
+            .apply_override("connections.max.idle.ms=300")
+            .unwrap();
+        assert_eq!(config.connections_max_idle_ms, 300);
+        config.apply_override("connections.max.idle.ms=-1").unwrap();
+        assert_eq!(config.connections_max_idle_ms, -1);
+        for bad in ["0", "-2", "\"soon\""] {
+            assert!(
+                config
+                    .apply_override(&format!("connections.max.idle.ms={bad}"))
+                    .is_err(),
+                "{bad}"
+            );
+        }
     }
 
     #[test]

@@ -84,6 +84,18 @@ pub static SETTINGS: &[Setting] = &[
         },
     },
     Setting {
+        name: "connections.max.idle.ms",
+        doc: "Close a client connection that has sent no request for this long (time spent answering a request, e.g. a long-poll Fetch, does not count); -1: never.",
+        apply: |c, v| {
+            let ms = int_in(v, -1, i64::MAX)?;
+            if ms == 0 {
+                return Err("0 would close every connection between two requests; -1 disables the limit".into());
+            }
+            c.connections_max_idle_ms = ms;
+            Ok(())
+        },
+    },
+    Setting {
         name: "broker.rack",
         doc: "Rack (or availability zone) of this broker, for rack-aware replica placement; unset by default.",
         apply: |c, v| {

@@ -432,7 +432,7 @@ def test_sigterm_ends_a_broker_whose_controllers_are_gone(cluster):
     stopped = [l for l in cluster.lines(victim, since) if "sluice stopped" in l]
     assert stopped, f"{victim} exited without its last line\n{cluster.tails(20, [victim])}"
     print(f"\n{victim}: SIGTERM with every controller dead → stopped in {took:.2f}s")
-    for name in CONTROLLERS + [victim]:
+    for name in [*CONTROLLERS, victim]:
         offset = cluster.restart(name)
         if name == victim:
             cluster.wait_line(name, READY, offset, 60, "(ready after the quorum came back)")

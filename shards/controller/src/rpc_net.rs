@@ -12,6 +12,15 @@
 //! Everything is bounded: calls in flight per client (`in_flight_max`), queued one-way
 //! messages per client, requests in flight per server connection, connections per listener,
 //! and frame sizes ([`RPC_FRAME_BYTES_MAX`](crate::rpc::RPC_FRAME_BYTES_MAX)).
+//!
+//! Nothing lives forever unused: a server connection with no frame read and no request in
+//! flight for its idle limit ([`SERVER_IDLE_LIMIT`]) is closed (its client connects again when
+//! it next has something to send), and a client redials a peer that is down with an
+//! exponential backoff, 50 ms doubling up to 1 s (Kafka's `reconnect.backoff.ms` and
+//! `reconnect.backoff.max.ms`), back to 50 ms once a connect succeeds. Until a pause has passed,
+//! calls and one-way messages to that peer fail at once with the connect's error (as Kafka's
+//! inter-broker senders fail requests to a node in backoff), so a caller that can ask another
+//! controller moves on instead of waiting out the pause.
 
 use std::cell::{Cell, RefCell};
 use std::collections::{HashMap, VecDeque};
@@ -41,8 +50,17 @@ const ONE_WAY_QUEUE_BYTES: usize = 64 * 1024 * 1024;
 /// How long a connect made only for one-way frames may take.
 const ONE_WAY_CONNECT_TIMEOUT: Duration = Duration::from_secs(1);
 
-/// Pause after a failed connect before the next (Kafka's `reconnect.backoff.ms` default).
+/// Pause after the first failed connect before the next (Kafka's `reconnect.backoff.ms`
+/// default); it doubles with each failure in a row.
 const RECONNECT_BACKOFF: Duration = Duration::from_millis(50);
+
+/// Longest pause between two connects (Kafka's `reconnect.backoff.max.ms` default).
+const RECONNECT_BACKOFF_MAX: Duration = Duration::from_secs(1);
+
+/// How long a server connection may go without a frame read and with no request in flight
+/// before it is closed. Brokers heartbeat every 2 s and voters talk far more often; what goes
+/// quiet this long is a peer that moved on (or a socket left half-open by a vanished host).
+pub const SERVER_IDLE_LIMIT: Duration = Duration::from_secs(60);
 
 /// Requests handled or waiting to be written at once on one server connection; past it the
 /// connection is not read (TCP pushes back on the peer).
@@ -79,8 +97,19 @@ impl RpcClient {
     ///
     /// Outside a glommio executor (the task cannot be spawned).
     pub fn new(address: SocketAddr, in_flight_max: usize) -> RpcClient {
+        RpcClient::with_backoff(
+            address,
+            in_flight_max,
+            Backoff::new(RECONNECT_BACKOFF, RECONNECT_BACKOFF_MAX),
+        )
+    }
+
+    fn with_backoff(address: SocketAddr, in_flight_max: usize, backoff: Backoff) -> RpcClient {
         let shared = Rc::new(ClientShared {
             address,
+            backoff: RefCell::new(backoff),
+            backing_off: RefCell::new(None),
+            connects: Cell::new(0),
             slots: Semaphore::new(in_flight_max.max(1) as u64),
             next_correlation_id: Cell::new(1),
             pending: RefCell::new(HashMap::new()),
@@ -101,7 +130,8 @@ impl RpcClient {
 
     /// Sends `request` and waits for its answer, for at most `timeout` in all (waiting for a
     /// slot, connecting, the answer). If the connection fails meanwhile the call fails; the
-    /// next call connects again.
+    /// next call connects again — once the reconnect backoff after a failed connect has passed:
+    /// until then calls fail at once with that connect's error.
     pub async fn call(
         &self,
         request: &ControllerRequest,
@@ -122,6 +152,7 @@ impl RpcClient {
     /// Queues a one-way message (for Raft) without waiting. A full queue drops it and says so:
     /// the caller is never blocked, and Raft sends again.
     pub fn send_one_way(&self, request: ControllerRequest) -> Result<(), RpcError> {
+        self.shared.check_backoff()?;
         let mut bytes = Vec::new();
         request.encode(ONE_WAY, &mut bytes)?;
         self.shared.outbox.borrow_mut().push_one_way(Outgoing {
@@ -144,6 +175,7 @@ impl RpcClient {
             .acquire_permit(1)
             .await
             .map_err(|_| RpcError::Closed)?;
+        shared.check_backoff()?;
         let correlation_id = shared.new_correlation_id();
         let mut bytes = Vec::new();
         request.encode(correlation_id, &mut bytes)?;
@@ -168,6 +200,12 @@ impl RpcClient {
 /// What the client and its connection task share.
 struct ClientShared {
     address: SocketAddr,
+    /// Pauses between failed connects.
+    backoff: RefCell<Backoff>,
+    /// After a failed connect: until when no frame is taken, and the connect's error.
+    backing_off: RefCell<Option<(Instant, RpcError)>>,
+    /// Connects tried so far.
+    connects: Cell<u64>,
     /// One permit per call in flight.
     slots: Semaphore,
     next_correlation_id: Cell<u32>,
@@ -180,6 +218,19 @@ struct ClientShared {
 }
 
 impl ClientShared {
+    /// The error of the last connect while its reconnect backoff lasts.
+    fn check_backoff(&self) -> Result<(), RpcError> {
+        let mut backing_off = self.backing_off.borrow_mut();
+        match &*backing_off {
+            Some((until, error)) if Instant::now() < *until => Err(for_each_caller(error)),
+            Some(_) => {
+                *backing_off = None;
+                Ok(())
+            }
+            None => Ok(()),
+        }
+    }
+
     /// A correlation id not in use: never [`ONE_WAY`], never one a call still waits on (after
     /// 2^32 calls the counter wraps).
     fn new_correlation_id(&self) -> u32 {
@@ -331,8 +382,10 @@ impl Outbox {
 async fn run_client(shared: Rc<ClientShared>) {
     loop {
         let deadline = wait_for_work(&shared).await;
+        shared.connects.set(shared.connects.get() + 1);
         match connect(shared.address, deadline).await {
             Ok(stream) => {
+                shared.backoff.borrow_mut().reset();
                 let error = run_connection(&shared, stream).await;
                 match &error {
                     RpcError::Io(_) | RpcError::Closed => {
@@ -347,11 +400,45 @@ async fn run_client(shared: Rc<ClientShared>) {
             Err(error) => {
                 debug!(address = %shared.address, %error, "controller RPC connect failed");
                 shared.fail_all(&error);
-                // Kafka's `reconnect.backoff.ms`: a dead peer is not dialled again for every
-                // Raft message queued to it.
-                glommio::timer::sleep(RECONNECT_BACKOFF).await;
+                // Kafka's `reconnect.backoff.ms`, growing to `reconnect.backoff.max.ms`: a
+                // dead peer is not dialled again for every Raft message queued to it, nor
+                // 20 times a second for as long as it stays down. Meanwhile its callers fail
+                // at once (`check_backoff`), so nothing is queued for the next connect yet.
+                let pause = shared.backoff.borrow_mut().next_pause();
+                *shared.backing_off.borrow_mut() = Some((Instant::now() + pause, error));
+                glommio::timer::sleep(pause).await;
             }
         }
+    }
+}
+
+/// Pauses between failed connects: `base`, doubling per failure in a row up to `max`.
+#[derive(Clone, Copy, Debug)]
+struct Backoff {
+    base: Duration,
+    max: Duration,
+    next: Duration,
+}
+
+impl Backoff {
+    fn new(base: Duration, max: Duration) -> Backoff {
+        Backoff {
+            base,
+            max,
+            next: base.min(max),
+        }
+    }
+
+    /// The pause after one more failure.
+    fn next_pause(&mut self) -> Duration {
+        let pause = self.next;
+        self.next = self.next.saturating_mul(2).min(self.max);
+        pause
+    }
+
+    /// A connect succeeded: the next failure pauses `base` again.
+    fn reset(&mut self) {
+        self.next = self.base.min(self.max);
     }
 }
 
@@ -442,12 +529,15 @@ pub trait RpcHandler {
 }
 
 /// The controller listener's accept loop: serves each connection with `handler`, at most
-/// `connections_max` at once (more are closed at once, with a log line). Runs until dropped;
-/// dropping it closes the listener and every connection and cancels the requests in progress.
+/// `connections_max` at once (more are closed at once, with a log line); a connection with no
+/// frame read and no request in flight for `idle_limit` ([`SERVER_IDLE_LIMIT`] in the broker)
+/// is closed. Runs until dropped; dropping it closes the listener and every connection and
+/// cancels the requests in progress.
 pub async fn serve<H: RpcHandler + 'static>(
     listener: TcpListener,
     handler: Rc<H>,
     connections_max: usize,
+    idle_limit: Duration,
 ) {
     let ended = Rc::new(RefCell::new(Vec::new()));
     // The connection tasks; dropping a handle cancels its task.
@@ -478,7 +568,13 @@ pub async fn serve<H: RpcHandler + 'static>(
             ended: ended.clone(),
             id: next_id,
         };
-        let task = glommio::spawn_local(serve_connection(stream, handler.clone(), peer, end));
+        let task = glommio::spawn_local(serve_connection(
+            stream,
+            handler.clone(),
+            peer,
+            end,
+            idle_limit,
+        ));
         connections.insert(next_id, task);
         next_id += 1;
     }
@@ -506,6 +602,21 @@ struct Connection<H> {
     next_task: Cell<u64>,
     /// One permit per request handled or waiting to be written.
     slots: Rc<Semaphore>,
+    /// When a frame was last read or answers last written: the idle clock's start.
+    last_active: Cell<Instant>,
+    /// A one-way request is being handled (in the reader, without a slot).
+    handling_one_way: Cell<bool>,
+}
+
+impl<H> Connection<H> {
+    fn touch(&self) {
+        self.last_active.set(Instant::now());
+    }
+
+    /// Requests handled, or answers not written yet.
+    fn busy(&self) -> bool {
+        self.handling_one_way.get() || self.slots.available() < REQUESTS_IN_FLIGHT_MAX as u64
+    }
 }
 
 /// Answers ready to write, pushed by the request tasks.
@@ -529,6 +640,7 @@ async fn serve_connection<H: RpcHandler + 'static>(
     handler: Rc<H>,
     peer: String,
     _end: ConnectionEnd,
+    idle_limit: Duration,
 ) {
     let (mut reader, mut writer) = futures_lite::io::split(stream);
     let connection = Connection {
@@ -537,19 +649,53 @@ async fn serve_connection<H: RpcHandler + 'static>(
         handlers: RefCell::new(HashMap::new()),
         next_task: Cell::new(0),
         slots: Rc::new(Semaphore::new(REQUESTS_IN_FLIGHT_MAX as u64)),
+        last_active: Cell::new(Instant::now()),
+        handling_one_way: Cell::new(false),
     };
-    let ended = futures_lite::future::or(
-        read_requests(&connection, &mut reader),
-        write_answers(&connection, &mut writer),
-    )
-    .await;
+    // Ok(None): idle; the reader and the writer only ever end with an error.
+    let read = async { read_requests(&connection, &mut reader).await.map(Some) };
+    let write = async { write_answers(&connection, &mut writer).await.map(Some) };
+    let idle = async {
+        idle_out(&connection, idle_limit).await;
+        Ok(None)
+    };
+    let ended = futures_lite::future::or(read, futures_lite::future::or(write, idle)).await;
     match ended {
-        Ok(never) => match never {},
+        Ok(Some(never)) => match never {},
+        Ok(None) => debug!(
+            %peer,
+            idle_ms = idle_limit.as_millis() as u64,
+            "closing idle controller RPC connection"
+        ),
         Err(RpcError::Closed) => debug!(%peer, "controller RPC connection closed"),
         Err(RpcError::Io(error)) => {
             debug!(%peer, %error, "controller RPC connection closed on socket error")
         }
         Err(error) => warn!(%peer, %error, "closing controller RPC connection: bad frame"),
+    }
+}
+
+/// Returns once the connection has gone `limit` without a frame read or answers written and
+/// with nothing in flight. One timer for the connection, reset in place.
+async fn idle_out<H>(connection: &Connection<H>, limit: Duration) {
+    let mut timer = glommio::timer::Timer::new(limit);
+    loop {
+        (&mut timer).await;
+        let now = Instant::now();
+        let idle_since = connection.last_active.get();
+        let quiet_for = now.saturating_duration_since(idle_since);
+        if quiet_for >= limit && !connection.busy() {
+            return;
+        }
+        // Active since the timer was set: wait out the rest of a limit from that moment. Busy:
+        // check again a limit later (the end of the work touches the clock, so the check
+        // after it measures from then).
+        let rest = if quiet_for >= limit {
+            limit
+        } else {
+            limit - quiet_for
+        };
+        timer.reset(rest);
     }
 }
 
@@ -560,10 +706,14 @@ async fn read_requests<H: RpcHandler + 'static, R: AsyncRead + Unpin>(
     let mut frames = FrameReader::default();
     loop {
         while let Some((correlation_id, request)) = frames.next(ControllerRequest::decode)? {
+            connection.touch();
             if correlation_id == ONE_WAY {
                 // Handled here, in arrival order: Raft tolerates lost messages, but reordered
                 // ones only slow it down.
+                connection.handling_one_way.set(true);
                 let _ = connection.handler.handle(request).await;
+                connection.handling_one_way.set(false);
+                connection.touch();
                 continue;
             }
             let slot = connection
@@ -630,6 +780,7 @@ async fn write_answers<H, W: AsyncWrite + Unpin>(
         reuse_batch(&mut batch);
         // Frees their slots: the reader may take more requests.
         written.clear();
+        connection.touch();
     }
 }
 
@@ -828,7 +979,7 @@ mod tests {
         let listener = TcpListener::bind(address).unwrap();
         let address = listener.local_addr().unwrap();
         let handler = Rc::new(TestHandler::default());
-        let task = glommio::spawn_local(serve(listener, handler.clone(), 16));
+        let task = glommio::spawn_local(serve(listener, handler.clone(), 16, SERVER_IDLE_LIMIT));
         (address, handler, task)
     }
 
@@ -1012,6 +1163,23 @@ mod tests {
         });
     }
 
+    /// Calls until a call is answered (a client in its reconnect backoff fails them at once).
+    async fn call_until_answered(
+        client: &RpcClient,
+        request: &ControllerRequest,
+    ) -> ControllerResponse {
+        let started = Instant::now();
+        loop {
+            match client.call(request, LONG).await {
+                Ok(response) => return response,
+                Err(error) => {
+                    assert!(started.elapsed() < LONG, "no answer: {error}");
+                    glommio::timer::sleep(Duration::from_millis(5)).await;
+                }
+            }
+        }
+    }
+
     #[test]
     fn the_client_reconnects_after_a_server_restart() {
         run(|| async {
@@ -1025,8 +1193,46 @@ mod tests {
             let down = client.call(&heartbeat(1), Duration::from_millis(500)).await;
             assert!(down.is_err(), "{down:?}");
             let (_, _handler, _server) = start_server(&address.to_string());
-            let response = client.call(&heartbeat(3), LONG).await.unwrap();
+            // Calls fail at once while the backoff after the refused connect lasts (50 ms),
+            // then connect again.
+            let started = Instant::now();
+            let response = call_until_answered(&client, &heartbeat(3)).await;
             assert_heartbeat_answer(response, 3);
+            assert!(started.elapsed() < Duration::from_millis(500));
+        });
+    }
+
+    #[test]
+    fn calls_fail_at_once_during_the_reconnect_backoff() {
+        run(|| async {
+            let address = {
+                let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+                listener.local_addr().unwrap()
+            };
+            let backoff = Backoff::new(Duration::from_millis(300), Duration::from_secs(1));
+            let client = RpcClient::with_backoff(address, 8, backoff);
+            let refused = client.call(&heartbeat(1), LONG).await;
+            assert!(matches!(refused, Err(RpcError::Io(_))), "{refused:?}");
+            // Within the pause: no connect, the connect's error at once.
+            let started = Instant::now();
+            let during = client.call(&heartbeat(1), LONG).await;
+            assert!(matches!(during, Err(RpcError::Io(_))), "{during:?}");
+            assert!(started.elapsed() < Duration::from_millis(100));
+            let one_way = client.send_one_way(ControllerRequest::Raft {
+                from_node_id: 1,
+                message: Vec::new(),
+            });
+            assert!(one_way.is_err(), "{one_way:?}");
+            assert_eq!(client.shared.connects.get(), 1);
+            assert!(client.shared.outbox.borrow().frames.is_empty());
+            // The peer is back and the pause over: the next call connects.
+            let listener = TcpListener::bind(address).unwrap();
+            let handler = Rc::new(TestHandler::default());
+            let _server = glommio::spawn_local(serve(listener, handler, 4, SERVER_IDLE_LIMIT));
+            glommio::timer::sleep(Duration::from_millis(300)).await;
+            let response = client.call(&heartbeat(2), LONG).await.unwrap();
+            assert_heartbeat_answer(response, 2);
+            assert_eq!(client.shared.connects.get(), 2);
         });
     }
 
@@ -1084,13 +1290,112 @@ mod tests {
         });
     }
 
+    /// Whether the server closes `stream` within `within` (a read sees the end of the stream).
+    async fn closed_within(stream: &mut TcpStream, within: Duration) -> bool {
+        let mut buffer = [0u8; 16];
+        let read = futures_lite::future::or(async { stream.read(&mut buffer).await.ok() }, async {
+            glommio::timer::sleep(within).await;
+            None
+        })
+        .await;
+        read == Some(0)
+    }
+
+    #[test]
+    fn idle_server_connections_are_closed_and_clients_reconnect() {
+        run(|| async {
+            let idle = Duration::from_millis(200);
+            let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+            let address = listener.local_addr().unwrap();
+            let handler = Rc::new(TestHandler::default());
+            // One connection at a time: a silent socket holding the only place must go.
+            let _server = glommio::spawn_local(serve(listener, handler, 1, idle));
+            let started = Instant::now();
+            let mut silent = TcpStream::connect(address).await.unwrap();
+            assert!(
+                closed_within(&mut silent, LONG).await,
+                "a silent connection was not closed"
+            );
+            let took = started.elapsed();
+            assert!(took >= idle, "closed after {took:?}, before its idle limit");
+            assert!(took < idle * 5, "closed only after {took:?}");
+            // The place is free again, for a real client.
+            let client = RpcClient::new(address, 8);
+            client.call(&heartbeat(2), LONG).await.unwrap();
+            // A call in flight longer than the limit is not cut.
+            let request = ControllerRequest::FetchMetadata {
+                broker_id: 1,
+                offset_after: 1,
+                max_wait_ms: 3 * idle.as_millis() as u32,
+                bytes_max: 1 << 20,
+            };
+            let response = client.call(&request, LONG).await.unwrap();
+            assert!(matches!(response, ControllerResponse::FetchMetadata { .. }));
+            // Left idle, the client's connection is closed; its next call connects again.
+            let connects = client.shared.connects.get();
+            glommio::timer::sleep(idle * 3).await;
+            client.call(&heartbeat(4), LONG).await.unwrap();
+            assert_eq!(
+                client.shared.connects.get(),
+                connects + 1,
+                "no new connection"
+            );
+        });
+    }
+
+    #[test]
+    fn backoff_doubles_to_its_max_and_resets() {
+        let mut backoff = Backoff::new(RECONNECT_BACKOFF, RECONNECT_BACKOFF_MAX);
+        let pauses: Vec<u128> = (0..7).map(|_| backoff.next_pause().as_millis()).collect();
+        assert_eq!(pauses, [50, 100, 200, 400, 800, 1_000, 1_000]);
+        backoff.reset();
+        assert_eq!(backoff.next_pause(), RECONNECT_BACKOFF);
+    }
+
+    #[test]
+    fn a_dead_peer_is_redialled_with_a_growing_backoff() {
+        run(|| async {
+            let address = {
+                let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+                listener.local_addr().unwrap()
+            };
+            // Pauses of 5, 10, 20, 40 then 80 ms: connects at about 0, 5, 15, 35, 75, 155,
+            // 235, 315, 395, 475 ms of a 500 ms window, ten in all; at a flat 5 ms it would be
+            // a hundred.
+            let base = Duration::from_millis(5);
+            let backoff = Backoff::new(base, Duration::from_millis(80));
+            let client = RpcClient::with_backoff(address, 8, backoff);
+            let window = Duration::from_millis(500);
+            let started = Instant::now();
+            // Always something to send, so every pause ends in a connect.
+            while started.elapsed() < window {
+                let _ = client.send_one_way(ControllerRequest::Raft {
+                    from_node_id: 1,
+                    message: vec![1],
+                });
+                glommio::timer::sleep(Duration::from_millis(1)).await;
+            }
+            let connects = client.shared.connects.get();
+            assert!(
+                (6..=13).contains(&connects),
+                "{connects} connects in {window:?}"
+            );
+            // The peer comes back: a successful connect resets the backoff.
+            let listener = TcpListener::bind(address).unwrap();
+            let handler = Rc::new(TestHandler::default());
+            let _server = glommio::spawn_local(serve(listener, handler, 4, SERVER_IDLE_LIMIT));
+            call_until_answered(&client, &heartbeat(2)).await;
+            assert_eq!(client.shared.backoff.borrow().next, base);
+        });
+    }
+
     #[test]
     fn the_server_refuses_connections_past_its_limit() {
         run(|| async {
             let listener = TcpListener::bind("127.0.0.1:0").unwrap();
             let address = listener.local_addr().unwrap();
             let handler = Rc::new(TestHandler::default());
-            let _server = glommio::spawn_local(serve(listener, handler, 1));
+            let _server = glommio::spawn_local(serve(listener, handler, 1, SERVER_IDLE_LIMIT));
             let first = RpcClient::new(address, 8);
             first.call(&heartbeat(2), LONG).await.unwrap();
             let second = RpcClient::new(address, 8);

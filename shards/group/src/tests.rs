@@ -761,3 +761,33 @@ fn seeded_simulation_keeps_ownership_exclusive() {
         "only {shared} of {seeds} runs shared partitions"
     );
 }
+
+/// An idle coordinator needs no ticks: groups that only hold offsets (kept for days by
+/// offsets.retention.minutes) and groups whose members left have nothing timed. A member,
+/// a pending member id or a rebalance makes it need them again, until the member leaves.
+#[test]
+fn only_groups_with_timers_need_ticks() {
+    let mut h = Harness::no_delay();
+    assert!(!h.coordinator.needs_ticks(), "no groups");
+    for i in 0..1_000 {
+        commit(&mut h, &format!("offsets-only-{i}"), -1, "", i).expect("simple commit");
+    }
+    assert!(!h.coordinator.needs_ticks(), "1,000 offsets-only groups");
+    let first = h.join("g", "", None, &[("range", b"m")]);
+    assert_eq!(h.joins[&first].error, Some(GroupError::MemberIdRequired));
+    assert!(h.coordinator.needs_ticks(), "a pending member id expires");
+    let member_id = h.joins[&first].member_id.clone();
+    h.join("g", &member_id, None, &[("range", b"m")]);
+    h.sync("g", &member_id, 1, vec![]);
+    assert_eq!(h.state("g"), GroupState::Stable);
+    assert!(h.coordinator.needs_ticks(), "a member's session runs out");
+    h.coordinator
+        .leave_group("g", &[(member_id, None)], h.now_ms)
+        .expect("group known");
+    h.drain();
+    assert_eq!(h.state("g"), GroupState::Empty);
+    assert!(!h.coordinator.needs_ticks(), "the member left");
+    // Ticks over the idle groups change nothing.
+    h.advance(60_000);
+    assert_eq!(h.coordinator.list_groups().len(), 1_001);
+}

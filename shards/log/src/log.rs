@@ -633,6 +633,14 @@ impl Log {
         self.wait_for_append(beyond_offset).await
     }
 
+    /// The error of a log that failed (a write or fsync error): it takes no appends any more,
+    /// and a fetch on it must answer with that error instead of waiting on a log that will not
+    /// move (a wait on a stopped log resolves at once: a long poll would spin on it).
+    pub fn failure(&self) -> Option<LogError> {
+        let status = self.state.borrow().status;
+        matches!(status, Status::Failed).then(|| self.error_for(status))
+    }
+
     fn stopped(&self) -> bool {
         matches!(
             self.state.borrow().status,

@@ -507,6 +507,7 @@ fn write_failure_fails_the_log_without_exposing_a_hole() {
         let log = Log::open(dir.clone(), small_config()).await.unwrap();
         let mut model = Model::default();
         append_checked(&log, &mut model, &batches(&[1], 3000)).await;
+        assert!(log.failure().is_none());
         // The next append rolls; creating its segment file fails because
         // the directory is gone.
         std::fs::remove_dir_all(&dir).unwrap();
@@ -514,6 +515,7 @@ fn write_failure_fails_the_log_without_exposing_a_hole() {
         let (a, b) = futures_lite::future::zip(log.append(&input), log.append(&input)).await;
         assert!(a.is_err() && b.is_err(), "{a:?} {b:?}");
         assert!(matches!(log.append(&input).await, Err(LogError::Failed(_))));
+        assert!(matches!(log.failure(), Some(LogError::Failed(_))));
         assert_eq!(log.readable_end_offset(), 1);
         assert_eq!(
             log.read(0, 1 << 20, true, None)

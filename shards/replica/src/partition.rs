@@ -293,6 +293,11 @@ impl Partition {
         max_bytes: usize,
         min_one_message: bool,
     ) -> Result<FetchPartitionData, ReplicaError> {
+        // A failed log never moves again: answer KAFKA_STORAGE_ERROR (an offline partition, in
+        // Kafka's terms) rather than let a long poll wait on it.
+        if let Some(error) = self.log.failure() {
+            return Err(ReplicaError::Storage(error));
+        }
         let high_watermark = self.high_watermark();
         let log_start_offset = self.log_start_offset();
         if fetch_offset < log_start_offset || fetch_offset > high_watermark {

@@ -13,13 +13,25 @@
 //! boundary: with nothing in flight, the socket and the unhandled bytes go over the mesh, and
 //! every later request of the group is served without a hop between cores. A connection moves
 //! at most once, so one that serves many groups (an admin tool) never bounces.
+//!
+//! Kafka's `connections.max.idle.ms`: a connection that sends no request for that long is
+//! closed. The idle clock starts when the connection is served (accepted or adopted) and again
+//! each time a request has been handled and its response written; it runs only while the
+//! connection waits for bytes, so the time a request takes (a long-poll Fetch) never counts.
+//! Bytes of an incomplete frame do not restart it: a request must arrive whole within the
+//! limit, so a trickle of bytes cannot pin a read buffer forever. One timer per connection,
+//! reset after each request, is raced against the read wait (no allocation per request).
+//! Accepted sockets also get SO_KEEPALIVE, as in Kafka, so the kernel notices a peer host that
+//! vanished without a FIN even when the idle limit is off.
 
 use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, IntoRawFd};
 use std::rc::Rc;
+use std::time::Duration;
 
 use bytes::{Buf, BufMut, Bytes, BytesMut};
 use futures_lite::AsyncWriteExt;
 use glommio::net::TcpStream;
+use glommio::timer::Timer;
 use sluice_shard::{ConnectionHandoff, ShardId, ShardMessage};
 use tracing::{debug, info, warn};
 
@@ -30,6 +42,9 @@ use crate::socket_io;
 
 /// Read buffer growth step; large frames are read in as few system calls as their size allows.
 const READ_CHUNK_BYTES: usize = 64 * 1024;
+/// Read-buffer capacity kept between requests; a larger one (left by a large frame) is
+/// dropped once empty.
+const READ_BUFFER_RETAINED_BYTES: usize = 1 << 20;
 
 /// Why a connection ended.
 #[derive(Debug, thiserror::Error)]
@@ -63,6 +78,8 @@ pub enum Origin {
 enum Ended {
     /// The client closed it, or the broker is shutting down.
     Closed,
+    /// No request came for `connections.max.idle.ms`.
+    Idle,
     /// Its group is coordinated on `shard`: move it there, starting with `frame` (unhandled).
     MoveTo(ShardId, Bytes),
 }
@@ -94,6 +111,11 @@ async fn serve(ctx: Rc<ShardContext>, mut stream: TcpStream, origin: Origin) {
         .map(|a| a.to_string())
         .unwrap_or_else(|_| "?".to_string());
     let _ = stream.set_nodelay(true);
+    // A handed-over socket is the same socket (a duplicated descriptor): setting it again is
+    // harmless, and keeps this independent of where the connection was accepted.
+    if let Err(error) = socket_io::set_keepalive(&stream) {
+        debug!(%peer, %error, "cannot set SO_KEEPALIVE");
+    }
     let client_host = stream
         .peer_addr()
         .map(|a| format!("/{}", a.ip()))
@@ -106,8 +128,23 @@ async fn serve(ctx: Rc<ShardContext>, mut stream: TcpStream, origin: Origin) {
             false
         }
     };
-    match serve_frames(&ctx, &mut stream, &mut reader, &client_host, may_move).await {
+    let idle_limit = idle_limit(ctx.config.connections_max_idle_ms);
+    match serve_frames(
+        &ctx,
+        &mut stream,
+        &mut reader,
+        &client_host,
+        may_move,
+        idle_limit,
+    )
+    .await
+    {
         Ok(Ended::Closed) => debug!(%peer, "connection closed"),
+        Ok(Ended::Idle) => debug!(
+            %peer,
+            idle_ms = ctx.config.connections_max_idle_ms,
+            "closing connection: no request for connections.max.idle.ms"
+        ),
         Ok(Ended::MoveTo(shard, frame)) => {
             debug!(%peer, from = %ctx.shard_id, to = %shard, "connection moves to its group's coordinator shard");
             return hand_over(&ctx, stream, shard, frame, reader).await;
@@ -120,26 +157,54 @@ async fn serve(ctx: Rc<ShardContext>, mut stream: TcpStream, origin: Origin) {
     let _ = stream.close().await;
 }
 
+/// `connections.max.idle.ms` as a duration; None (no limit) when negative.
+fn idle_limit(ms: i64) -> Option<Duration> {
+    u64::try_from(ms).ok().map(Duration::from_millis)
+}
+
+/// What ended a wait for bytes.
+enum Woken {
+    Read(Result<bool, ConnectionError>),
+    Shutdown,
+    Idle,
+}
+
 async fn serve_frames(
     ctx: &ShardContext,
     stream: &mut TcpStream,
     reader: &mut FrameReader,
     client_host: &str,
     mut may_move: bool,
+    idle_limit: Option<Duration>,
 ) -> Result<Ended, ConnectionError> {
+    // The idle clock: charged for `idle_limit` now and after each request, raced only against
+    // the waits for bytes. One timer for the connection's life, reset in place.
+    let mut idle = idle_limit.map(Timer::new);
     loop {
         let frame = if reader.has_frame()? {
             reader.take_frame()
         } else {
-            let read = futures_lite::future::or(async { Some(reader.fill(stream).await) }, async {
+            let read = async { Woken::Read(reader.fill(stream).await) };
+            let shutdown = async {
                 ctx.shutdown.wait().await;
-                None
-            });
-            match read.await {
-                None => return Ok(Ended::Closed),
-                Some(Ok(true)) => continue,
-                Some(Ok(false)) => return Ok(Ended::Closed),
-                Some(Err(error)) => return Err(error),
+                Woken::Shutdown
+            };
+            let idle_out = async {
+                match idle.as_mut() {
+                    Some(timer) => {
+                        timer.await;
+                        Woken::Idle
+                    }
+                    None => std::future::pending().await,
+                }
+            };
+            match futures_lite::future::or(read, futures_lite::future::or(shutdown, idle_out)).await
+            {
+                Woken::Shutdown => return Ok(Ended::Closed),
+                Woken::Idle => return Ok(Ended::Idle),
+                Woken::Read(Ok(true)) => continue,
+                Woken::Read(Ok(false)) => return Ok(Ended::Closed),
+                Woken::Read(Err(error)) => return Err(error),
             }
         };
         if may_move && !ctx.shutdown.is_triggered() {
@@ -157,6 +222,13 @@ async fn serve_frames(
         if ctx.shutdown.is_triggered() && !reader.has_frame()? {
             return Ok(Ended::Closed);
         }
+        // The request is answered: the connection is idle from here until the next one.
+        if let (Some(timer), Some(limit)) = (idle.as_mut(), idle_limit) {
+            timer.reset(limit);
+        }
+        // Pipelined requests answered without waiting (from the tail cache, say) must not keep
+        // the executor from its other connections and timers.
+        glommio::yield_if_needed().await;
     }
 }
 
@@ -247,8 +319,18 @@ impl FrameReader {
         self.buf.split_to(size).freeze()
     }
 
+    /// After a large frame the buffer keeps its allocation (frames are slices of it): with
+    /// nothing buffered, let it go, so that one big request does not pin its size for the
+    /// connection's whole life.
+    fn release_large_buffer(&mut self) {
+        if self.buf.is_empty() && self.buf.capacity() > READ_BUFFER_RETAINED_BYTES {
+            self.buf = BytesMut::new();
+        }
+    }
+
     /// Reads more bytes; false at end of stream.
     async fn fill(&mut self, stream: &mut TcpStream) -> Result<bool, ConnectionError> {
+        self.release_large_buffer();
         let wanted = match self.next_size()? {
             Some(size) => (4 + size)
                 .saturating_sub(self.buf.len())
@@ -281,5 +363,25 @@ mod tests {
         let mut reader = FrameReader::new(100);
         reader.buf.extend_from_slice(&[0, 0, 0, 101]);
         assert!(reader.has_frame().is_err());
+    }
+
+    #[test]
+    fn a_large_frame_does_not_pin_its_buffer() {
+        let size = 4usize << 20;
+        let mut reader = FrameReader::new(size as u32);
+        reader.buf.extend_from_slice(&(size as i32).to_be_bytes());
+        reader.buf.resize(4 + size, 7);
+        reader.buf.reserve(READ_CHUNK_BYTES);
+        let frame = reader.take_frame();
+        assert_eq!(frame.len(), size);
+        reader.release_large_buffer();
+        assert!(reader.buf.capacity() <= READ_BUFFER_RETAINED_BYTES);
+        // A small frame's buffer is kept for the next read.
+        reader.buf.extend_from_slice(&[0, 0, 0, 1, 9]);
+        let _ = reader.take_frame();
+        reader.buf.reserve(READ_CHUNK_BYTES);
+        let kept = reader.buf.capacity();
+        reader.release_large_buffer();
+        assert_eq!(reader.buf.capacity(), kept);
     }
 }

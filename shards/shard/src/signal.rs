@@ -1,24 +1,16 @@
-//! A shard-local one-shot signal (shutdown, first metadata image): set once, awaited by any number of tasks.
+//! A shard-local one-shot signal (shutdown, first metadata image): set once, awaited by any number
+//! of tasks. A `LocalWatch` that moves once from 0 to 1, so a wait that ends any other way (its
+//! connection closed, a race lost) takes its registration with it: the list holds only the
+//! waits in progress, however many connections come and go over the shard's life.
 
-use std::cell::{Cell, RefCell};
 use std::future::Future;
-use std::pin::Pin;
-use std::rc::Rc;
-use std::task::{Context, Poll, Waker};
 
-/// Wakers kept before the list is flushed (see `Wait::poll`).
-const WAITERS_MAX: usize = 4096;
+use crate::watch::LocalWatch;
 
 /// Cloneable handle; all clones see the same signal. Shard-local (not `Send`).
 #[derive(Clone, Default)]
 pub struct LocalSignal {
-    inner: Rc<Inner>,
-}
-
-#[derive(Default)]
-struct Inner {
-    triggered: Cell<bool>,
-    waiters: RefCell<Vec<Waker>>,
+    watch: LocalWatch,
 }
 
 impl LocalSignal {
@@ -29,48 +21,77 @@ impl LocalSignal {
 
     /// Triggers it and wakes every waiter.
     pub fn trigger(&self) {
-        self.inner.triggered.set(true);
-        let waiters = std::mem::take(&mut *self.inner.waiters.borrow_mut());
-        for waker in waiters {
-            waker.wake();
+        if !self.is_triggered() {
+            self.watch.advance(1);
         }
     }
 
     /// Whether it was triggered.
     pub fn is_triggered(&self) -> bool {
-        self.inner.triggered.get()
+        self.watch.value() > 0
     }
 
     /// Resolves once triggered.
     pub fn wait(&self) -> impl Future<Output = ()> + '_ {
-        Wait { shutdown: self }
+        self.watch.wait_beyond(0)
+    }
+
+    /// Waits in progress (for tests and metrics).
+    pub fn waiting(&self) -> usize {
+        self.watch.waiting()
     }
 }
 
-struct Wait<'a> {
-    shutdown: &'a LocalSignal,
-}
+#[cfg(test)]
+mod tests {
+    use super::*;
 
-impl Future for Wait<'_> {
-    type Output = ();
-
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
-        if self.shutdown.is_triggered() {
-            return Poll::Ready(());
-        }
-        let mut waiters = self.shutdown.inner.waiters.borrow_mut();
-        // A connection polls this on every request; keep one waker per waiting task.
-        if waiters.iter().any(|w| w.will_wake(cx.waker())) {
-            return Poll::Pending;
-        }
-        // Tasks that ended leave their wakers behind; past the bound, wake everyone once
-        // (a spurious wake only makes the live ones register again) so the list stays bounded.
-        if waiters.len() >= WAITERS_MAX {
-            for waker in waiters.drain(..) {
-                waker.wake();
-            }
-        }
-        waiters.push(cx.waker().clone());
-        Poll::Pending
+    /// More live waits than the old list's bound (4,096, past which every waiter was woken,
+    /// re-registered and woken again without end) and as many ended ones: the list holds exactly
+    /// the live ones, and one trigger wakes them all once.
+    #[test]
+    fn the_list_holds_only_live_waits() {
+        glommio::LocalExecutorBuilder::default()
+            .spawn(|| async {
+                let signal = LocalSignal::new();
+                let polls = std::rc::Rc::new(std::cell::Cell::new(0u64));
+                let mut live = Vec::new();
+                for _ in 0..5_000 {
+                    let (s, polls) = (signal.clone(), polls.clone());
+                    live.push(glommio::spawn_local(async move {
+                        let mut wait = std::pin::pin!(s.wait());
+                        std::future::poll_fn(|cx| {
+                            polls.set(polls.get() + 1);
+                            wait.as_mut().poll(cx)
+                        })
+                        .await;
+                    }));
+                }
+                for _ in 0..5_000 {
+                    let s = signal.clone();
+                    glommio::spawn_local(async move {
+                        futures_lite::future::or(s.wait(), async {}).await;
+                    })
+                    .await;
+                }
+                glommio::timer::sleep(std::time::Duration::from_millis(5)).await;
+                assert_eq!(signal.waiting(), 5_000, "only the live waits are listed");
+                assert_eq!(
+                    polls.get(),
+                    5_000,
+                    "each live wait was polled once, never re-woken"
+                );
+                signal.trigger();
+                for task in live {
+                    task.await;
+                }
+                assert_eq!(polls.get(), 10_000, "one trigger, one wake each");
+                assert_eq!(signal.waiting(), 0);
+                assert!(signal.is_triggered());
+                signal.wait().await;
+            })
+            .expect("executor")
+            .join()
+            .expect("the test ran");
     }
 }

@@ -5,6 +5,7 @@
 //! changes. (A list that only a change drains grows by one entry per idle poll.)
 
 use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
 use std::future::Future;
 use std::pin::Pin;
 use std::rc::Rc;
@@ -20,11 +21,12 @@ pub struct LocalWatch {
 struct Inner {
     value: Cell<u64>,
     next_id: Cell<u64>,
-    waiters: RefCell<Vec<Waiter>>,
+    /// By id: a wait that ends removes itself in O(1) (connections wait on the shutdown signal
+    /// around every request).
+    waiters: RefCell<HashMap<u64, Waiter>>,
 }
 
 struct Waiter {
-    id: u64,
     beyond: u64,
     waker: Waker,
 }
@@ -54,7 +56,7 @@ impl LocalWatch {
         }
         self.inner.value.set(value);
         let mut ready = Vec::new();
-        self.inner.waiters.borrow_mut().retain(|w| {
+        self.inner.waiters.borrow_mut().retain(|_, w| {
             let passed = w.beyond < value;
             if passed {
                 ready.push(w.waker.clone());
@@ -83,7 +85,7 @@ impl LocalWatch {
     }
 
     fn remove(&self, id: u64) {
-        self.inner.waiters.borrow_mut().retain(|w| w.id != id);
+        self.inner.waiters.borrow_mut().remove(&id);
     }
 }
 
@@ -107,7 +109,7 @@ impl Future for WaitBeyond<'_> {
         let inner = &self.watch.inner;
         if let Some(id) = self.id {
             let mut waiters = inner.waiters.borrow_mut();
-            if let Some(waiter) = waiters.iter_mut().find(|w| w.id == id) {
+            if let Some(waiter) = waiters.get_mut(&id) {
                 if !waiter.waker.will_wake(cx.waker()) {
                     waiter.waker = cx.waker().clone();
                 }
@@ -116,11 +118,13 @@ impl Future for WaitBeyond<'_> {
         }
         let id = inner.next_id.get();
         inner.next_id.set(id + 1);
-        inner.waiters.borrow_mut().push(Waiter {
+        inner.waiters.borrow_mut().insert(
             id,
-            beyond: self.beyond,
-            waker: cx.waker().clone(),
-        });
+            Waiter {
+                beyond: self.beyond,
+                waker: cx.waker().clone(),
+            },
+        );
         self.id = Some(id);
         Poll::Pending
     }

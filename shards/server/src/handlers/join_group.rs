@@ -37,7 +37,9 @@ pub async fn handle(
         protocols: request
             .protocols
             .into_iter()
-            .map(|p| (p.name, p.metadata))
+            // Copied out of the request frame: the group keeps them for its whole generation,
+            // and a slice would pin the connection's whole read buffer as long.
+            .map(|p| (p.name, bytes::Bytes::copy_from_slice(&p.metadata)))
             .collect(),
         require_known_member_id: version >= 4,
     };

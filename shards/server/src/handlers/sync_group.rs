@@ -27,7 +27,8 @@ pub async fn handle(
         assignments: request
             .assignments
             .into_iter()
-            .map(|a| (a.member_id, a.assignment))
+            // Copied out of the request frame: kept for the generation (see join_group.rs).
+            .map(|a| (a.member_id, bytes::Bytes::copy_from_slice(&a.assignment)))
             .collect(),
     };
     let GroupResponse::Sync(result) = group_router::call(ctx, GroupRequest::Sync(args)).await
