@@ -592,3 +592,43 @@ fn join_group_v0_waits_for_known_members_as_long_as_their_session_timeout() {
     assert_eq!(other.leader, joined.member_id);
     assert_ne!(other.member_id, joined.member_id);
 }
+
+/// The bytes confluent-kafka 2.16.1 (librdkafka 2.16.0) sends for `list_topics()`: Metadata v13
+/// for all topics with three bytes after the body's fields. Kafka serves it; so must Sluice
+/// (it closed the connection, and every librdkafka client failed to list topics).
+#[test]
+fn librdkafka_2_16_metadata_v13_with_trailing_bytes_is_answered() {
+    let broker = Broker::start("librdkafka-metadata", &[]);
+    let mut client = broker.client();
+    create_topic(&mut client, "listed", 2);
+    let captured: &[u8] = &[
+        0x00, 0x03, 0x00, 0x0d, 0x00, 0x00, 0x00, 0x03, 0x00, 0x07, b'r', b'd', b'k', b'a', b'f',
+        b'k', b'a', 0x00, 0x00, 0x00, 0x00, 0x00, 0x01, 0x00, 0x00,
+    ];
+    let mut frame = (captured.len() as i32).to_be_bytes().to_vec();
+    frame.extend_from_slice(captured);
+    client.stream.write_all(&frame).unwrap();
+    let answer = client
+        .read_frame()
+        .expect("an answer, not a closed connection");
+    let (header, body) =
+        sluice_protocol::request::decode_response(answer, 3, 13).expect("a Metadata v13 answer");
+    assert_eq!(header.correlation_id, 3);
+    let ResponseBody::Metadata(metadata) = body else {
+        panic!("not a Metadata answer");
+    };
+    let listed: Vec<_> = metadata
+        .topics
+        .iter()
+        .filter(|t| t.name.as_deref() == Some("listed"))
+        .collect();
+    assert_eq!(listed.len(), 1, "all topics listed");
+    assert_eq!(listed[0].partitions.len(), 2);
+    // The connection stays usable.
+    client.call(
+        18,
+        3,
+        RequestBody::ApiVersions(ApiVersionsRequest::default()),
+    );
+    assert_eq!(broker.stop().code(), Some(0));
+}

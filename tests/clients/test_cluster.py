@@ -13,7 +13,8 @@ started with config/cluster/start from the config/cluster/*.toml files (cluster.
    was led by two nodes.
 3. kill -9 of a broker: it leaves Metadata (fenced) within broker.session.timeout.ms + 5 s, comes
    back after a restart and leads its partitions again; produce/consume on one of them works.
-4. kill -9 of all three controllers: SIGTERM still stops a broker gracefully within 10 s.
+4. confluent-kafka's AdminClient lists topics and describes the cluster and a topic through it.
+5. kill -9 of all three controllers: SIGTERM still stops a broker gracefully within 10 s.
 
 Sluice only (SLUICE_TARGET=kafka skips it). The cluster's ports are fixed by the files (19093-19095,
 19192/19292/19392): the module fails at once if one is taken. Logs: pytest's temp dir, cluster*/.
@@ -410,6 +411,35 @@ def test_killed_broker_is_fenced_and_returns(cluster, tmp_path):
     harness.verify_exactly_once(records, 200, "f", partitions=parts)
     print(f"partition {part} (led by {vid}): 100 messages from before the kill and 100 produced after the "
           f"restart via {via}, all 200 read back via {via_consume} exactly once, offsets 0..199")
+
+
+def test_librdkafka_admin_lists_topics_and_describes_the_cluster(cluster):
+    """confluent-kafka 2.16 (librdkafka 2.16) AdminClient through the cluster: list_topics() for all
+    topics (Metadata v13 with bytes after its fields, which Kafka ignores), describe_cluster() and
+    describe_topics() show the 3 brokers and one leader per partition among them."""
+    ck = pytest.importorskip("confluent_kafka")
+    from confluent_kafka.admin import AdminClient, NewTopic as CkNewTopic
+
+    topic, parts = "cl-librdkafka", 6
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+    admin.create_topics([CkNewTopic(topic, num_partitions=parts, replication_factor=1)],
+                        operation_timeout=30)[topic].result(timeout=30)
+
+    def listed():
+        md = admin.list_topics(timeout=15)
+        t = md.topics.get(topic)
+        assert t is not None and t.error is None and len(t.partitions) == parts, f"{topic}: {t}"
+        assert sorted(md.brokers) == BROKER_IDS, f"brokers {sorted(md.brokers)}"
+        return md
+    _eventually(listed, f"{topic} listed by list_topics() with {parts} partitions", 30)
+    described = admin.describe_cluster(request_timeout=15).result(timeout=20)
+    assert sorted(n.id for n in described.nodes) == BROKER_IDS
+    assert described.cluster_id
+    d = admin.describe_topics(ck.TopicCollection([topic]), request_timeout=15)[topic].result(timeout=20)
+    leaders = sorted(p.leader.id for p in d.partitions)
+    assert len(leaders) == parts and set(leaders) <= set(BROKER_IDS), leaders
+    print(f"\nlibrdkafka {ck.libversion()[0]}: list_topics, describe_cluster (nodes "
+          f"{sorted(n.id for n in described.nodes)}), describe_topics ({topic} leaders {leaders})")
 
 
 # ------------------------------------------------------------------------------------------ 4

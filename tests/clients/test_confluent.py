@@ -155,3 +155,36 @@ class _ListLogger:
 
     def log(self, level, fmt, *args):  # noqa: F811
         self._add(fmt, *args)
+
+
+def test_admin_lists_topics_and_describes_the_cluster(broker):
+    """AdminClient's views of the broker, as an operator's tools call them: list_topics() for all
+    topics (librdkafka 2.16 sends Metadata v13 with bytes after its fields, which Kafka ignores:
+    Sluice used to close the connection), describe_cluster() and describe_topics()."""
+    from confluent_kafka import TopicCollection
+
+    topics = {"ck-listed-a": 1, "ck-listed-b": 3}
+    for topic, partitions in topics.items():
+        create_topic(broker.bootstrap, topic, partitions)
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    md = admin.list_topics(timeout=15)
+    for topic, partitions in topics.items():
+        assert topic in md.topics, f"{topic} not in list_topics(): {sorted(md.topics)}"
+        assert len(md.topics[topic].partitions) == partitions
+    assert md.brokers, "no brokers in list_topics()"
+
+    cluster = admin.describe_cluster(request_timeout=15).result(timeout=20)
+    assert cluster.cluster_id, f"no cluster id: {cluster}"
+    ids = sorted(n.id for n in cluster.nodes)
+    assert ids == sorted(md.brokers), f"describe_cluster nodes {ids} vs list_topics brokers {sorted(md.brokers)}"
+    assert cluster.controller is not None and cluster.controller.id in ids
+
+    described = admin.describe_topics(TopicCollection(list(topics)), request_timeout=15)
+    for topic, future in described.items():
+        d = future.result(timeout=20)
+        assert d.name == topic
+        assert len(d.partitions) == topics[topic], f"{topic}: {d.partitions}"
+        for p in d.partitions:
+            assert p.leader is not None and p.leader.id in ids, f"{topic}/{p.id}: leader {p.leader}"
+            assert [r.id for r in p.replicas] == [p.leader.id]
+            assert [r.id for r in p.isr] == [p.leader.id]

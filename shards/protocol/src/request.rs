@@ -157,8 +157,10 @@ pub struct RequestDecodeError {
     pub error: ProtocolError,
 }
 
-/// Decodes a request frame (without its size prefix). The body must consume
-/// the frame exactly.
+/// Decodes a request frame (without its size prefix). Bytes after the fields
+/// of the body's version are ignored, as Kafka's own parsers ignore them
+/// (librdkafka 2.16 sends some after Metadata v13's body); every field is
+/// still bounded by the frame.
 pub fn decode_request(
     frame: Bytes,
 ) -> std::result::Result<(RequestHeader, RequestBody), RequestDecodeError> {
@@ -185,9 +187,7 @@ fn decode_body(d: &mut Decoder, header: &RequestHeader) -> Result<RequestBody> {
             api_version: header.api_version,
         });
     }
-    let body = RequestBody::decode(d, key, header.api_version)?;
-    d.finish()?;
-    Ok(body)
+    RequestBody::decode(d, key, header.api_version)
 }
 
 /// Encodes a full request frame: size prefix, header, body.

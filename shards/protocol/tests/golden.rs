@@ -71,6 +71,38 @@ fn api_versions_v0_request_is_header_only() {
     );
 }
 
+/// Captured from confluent-kafka 2.16.1 (librdkafka 2.16.0) `AdminClient.list_topics()`:
+/// Metadata v13 for all topics, with three bytes after the body's fields. Kafka 4.4 serves it
+/// (its parsers ignore what follows the fields they read); Sluice closed the connection
+/// ("trailing bytes after message") and every librdkafka client failed to list topics.
+#[test]
+fn metadata_v13_all_topics_as_librdkafka_2_16_sends_it() {
+    let captured: &[u8] = &[
+        0x00, 0x03, 0x00, 0x0d, // Metadata v13
+        0x00, 0x00, 0x00, 0x03, // correlation_id 3
+        0x00, 0x07, b'r', b'd', b'k', b'a', b'f', b'k', b'a', // client_id "rdkafka"
+        0x00, // header tags
+        0x00, // topics: null (all)
+        0x00, // allow_auto_topic_creation
+        0x00, // include_topic_authorized_operations
+        0x00, // body tags
+        0x01, 0x00, 0x00, // what librdkafka adds beyond v13's fields
+    ];
+    let (header, body) = decode_request(Bytes::copy_from_slice(captured)).expect("decoded");
+    assert_eq!((header.api_key, header.api_version), (3, 13));
+    assert_eq!(header.correlation_id, 3);
+    assert_eq!(header.client_id.as_deref(), Some("rdkafka"));
+    assert_eq!(
+        body,
+        RequestBody::Metadata(MetadataRequest {
+            topics: None,
+            allow_auto_topic_creation: false,
+            include_cluster_authorized_operations: false,
+            include_topic_authorized_operations: false,
+        })
+    );
+}
+
 #[test]
 fn metadata_v12_request() {
     let mut b = vec![
