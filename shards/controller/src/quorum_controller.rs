@@ -38,6 +38,8 @@ use crate::rpc_net::RpcHandler;
 
 /// How often the active controller looks for expired broker sessions.
 const SESSION_CHECK_INTERVAL: Duration = Duration::from_millis(100);
+/// How often a controller that is not the active one looks whether it became it.
+const INACTIVE_SESSION_CHECK_INTERVAL: Duration = Duration::from_secs(1);
 /// Committed entries a broker may fetch in one answer, besides the byte limit.
 const FETCH_ENTRIES_MAX: usize = 4096;
 
@@ -376,14 +378,19 @@ impl QuorumController {
 
     /// Fences brokers whose session expired, one entry per broker.
     async fn check_sessions(this: std::rc::Weak<QuorumController>) {
+        let mut pause = SESSION_CHECK_INTERVAL;
         loop {
-            glommio::timer::sleep(SESSION_CHECK_INTERVAL).await;
+            glommio::timer::sleep(pause).await;
             let Some(controller) = this.upgrade() else {
                 break;
             };
+            // Only the active controller checks; the others look less often whether they
+            // became it (a new active controller gives every broker a whole fresh session).
             if !controller.active.get() {
+                pause = INACTIVE_SESSION_CHECK_INTERVAL;
                 continue;
             }
+            pause = SESSION_CHECK_INTERVAL;
             let now = Instant::now();
             let expired: Vec<i32> = controller
                 .sessions
