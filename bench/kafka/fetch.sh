@@ -3,15 +3,19 @@
 # bench/.cache/kafka-4.1.1/libs (gitignored, reused between runs), and compile the
 # bench's small Java client (bench/kafka/BenchClient.java) next to them.
 # Prints the libs directory on stdout.
+#
+# $KAFKA_VERSION picks another release (default 4.1.1, what bench/run measures; bench/soak/run
+# uses 4.4.0): the same pom.xml with -Dkafka.version, cached in bench/.cache/kafka-$KAFKA_VERSION.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-cache="$here/../.cache/kafka-4.1.1"
+version="${KAFKA_VERSION:-4.1.1}"
+cache="$here/../.cache/kafka-$version"
 libs="$cache/libs"
 if [[ ! -f "$libs/.complete" ]]; then
   mkdir -p "$libs"
   (cd "$here" && mvn -q -B dependency:copy-dependencies -DincludeScope=runtime \
-      -DoutputDirectory="$libs") >&2
-  ls "$libs"/kafka_2.13-4.1.1.jar "$libs"/kafka-tools-4.1.1.jar >/dev/null
+      -Dkafka.version="$version" -DoutputDirectory="$libs") >&2
+  ls "$libs/kafka_2.13-$version.jar" "$libs/kafka-tools-$version.jar" >/dev/null
   touch "$libs/.complete"
 fi
 classes="$cache/bench-client"

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Apache Kafka 4.1.1, KRaft single node in combined mode (broker+controller), for the bench.
+# Apache Kafka 4.1.1 ($KAFKA_VERSION, passed on to fetch.sh, picks another release: bench/soak/run
+# runs 4.4.0), KRaft single node in combined mode (broker+controller), for the bench.
 #
 #   kafka.sh start DIR PORT [key=value ...]   format storage in DIR, start, wait until ready;
 #                                             prints the broker's pid (also in DIR/kafka.pid)
@@ -16,7 +17,7 @@
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 cmd="${1:-}"; dir="${2:-}"
-[[ -n "$cmd" && -n "$dir" ]] || { sed -n '2,16p' "$0"; exit 2; }
+[[ -n "$cmd" && -n "$dir" ]] || { sed -n '2,17p' "$0"; exit 2; }
 
 heap="${KAFKA_HEAP_OPTS:--Xmx1G -Xms1G}"
 jvm="-server -XX:+UseG1GC -XX:MaxGCPauseMillis=20 -XX:InitiatingHeapOccupancyPercent=35 -XX:+ExplicitGCInvokesConcurrent -XX:MaxInlineLevel=15 -Djava.awt.headless=true"
@@ -96,5 +97,5 @@ stop)
   fi
   rm -f "$pidf"
   ;;
-*) sed -n '2,16p' "$0"; exit 2 ;;
+*) sed -n '2,17p' "$0"; exit 2 ;;
 esac

@@ -210,8 +210,8 @@ def consumed_keys(consumers) -> set:
 # Members from the Go CLI (go/, `franz-group` / `sarama-group`) and the kafkajs tool (node/,
 # `group-consume`), writing the same events file as above. Build the Go CLI first (test_go.build_go_tool).
 
-GO_BIN = HERE / "go" / "bin" / "sluice-go-clients"
-KAFKAJS_TOOL = HERE / "node" / "kafkajs_tool.js"
+GO_BIN = harness.GO_TOOL_OVERRIDE or HERE / "go" / "bin" / "sluice-go-clients"  # SLUICE_GO_TOOL
+KAFKAJS_TOOL = harness.NODE_DIR / "kafkajs_tool.js"  # SLUICE_NODE_DIR
 
 
 def go_consumer(name, workdir, bootstrap, topic, group, client: str, debug: bool = False) -> GroupConsumer:

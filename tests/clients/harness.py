@@ -26,6 +26,11 @@ JAVA_LIB = JAVA_DIR / "target" / "lib"
 
 TARGET = os.environ.get("SLUICE_TARGET", "sluice").lower()
 SLUICE_BIN = Path(os.environ.get("SLUICE_BIN", str(REPO / "target" / "release" / "sluice")))
+# The kafkajs tool's directory (kafkajs_tool.js + node_modules) and the Go client tool's binary. Unset:
+# tests/clients/node and tests/clients/go/bin/sluice-go-clients (built from go/ when stale). tests/newest
+# sets them to copies built with the newest kafkajs, franz-go and Sarama; a set SLUICE_GO_TOOL is never rebuilt.
+NODE_DIR = Path(os.environ.get("SLUICE_NODE_DIR") or HERE / "node")
+GO_TOOL_OVERRIDE = Path(os.environ["SLUICE_GO_TOOL"]) if os.environ.get("SLUICE_GO_TOOL") else None
 
 
 def free_port() -> int:

@@ -28,10 +28,11 @@ from pathlib import Path
 import pytest
 
 import groups
+import harness
 
 BROKER_SETTINGS = {"group.initial.rebalance.delay.ms": 0}
 GO_DIR = Path(__file__).resolve().parent / "go"
-GO_BIN = GO_DIR / "bin" / "sluice-go-clients"
+GO_BIN = harness.GO_TOOL_OVERRIDE or GO_DIR / "bin" / "sluice-go-clients"  # SLUICE_GO_TOOL (tests/newest)
 COUNT = 20_000
 PARTITIONS = 6
 
@@ -45,7 +46,12 @@ def go_tool_built() -> bool:
 
 
 def build_go_tool() -> bool:
-    """Builds tests/clients/go into go/bin (if stale). False when `go` is not installed."""
+    """Builds tests/clients/go into go/bin (if stale). False when `go` is not installed.
+    With SLUICE_GO_TOOL set, that binary is used as it is (an error if it does not exist)."""
+    if harness.GO_TOOL_OVERRIDE:
+        if not GO_BIN.is_file():
+            raise RuntimeError(f"SLUICE_GO_TOOL={GO_BIN} does not exist")
+        return True
     if go_tool_built():
         return True
     go = shutil.which("go")

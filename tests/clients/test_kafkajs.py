@@ -23,18 +23,19 @@ import pytest
 from kafka import KafkaConsumer, TopicPartition
 
 import groups
+import harness
 from harness import verify_exactly_once
 
 BROKER_SETTINGS = {"group.initial.rebalance.delay.ms": 0}
 
-NODE_DIR = Path(__file__).resolve().parent / "node"
+NODE_DIR = harness.NODE_DIR  # tests/clients/node unless SLUICE_NODE_DIR is set (tests/newest)
 TOOL = NODE_DIR / "kafkajs_tool.js"
 PARTITIONS = 6
 COUNT = 20_000
 BATCH = 500
 
 pytestmark = pytest.mark.skipif(not shutil.which("node") or not (NODE_DIR / "node_modules" / "kafkajs").is_dir(),
-                                reason="node or tests/clients/node/node_modules/kafkajs missing (npm ci there)")
+                                reason=f"node or {NODE_DIR}/node_modules/kafkajs missing (npm ci there)")
 
 
 def kafkajs(broker, logdir, cmd, *args, timeout=55):
