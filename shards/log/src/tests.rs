@@ -703,3 +703,45 @@ fn test_dir_keep(name: &str) -> PathBuf {
         .join(format!("sluice-log-tests-{}", std::process::id()))
         .join(format!("{name}-0"))
 }
+
+/// A fetch long poll on an idle partition times out again and again: each wait must end with
+/// nothing left registered (a waiter list drained only by an append grows by one entry per idle
+/// poll), and each must wait its whole time.
+#[test]
+fn timed_out_append_waits_leave_nothing_behind() {
+    run(|| async {
+        let log = Log::open(test_dir("idle-waits"), small_config())
+            .await
+            .unwrap();
+        log.append(&batches(&[1], 10)).await.unwrap();
+        let end = log.readable_end_offset();
+        for poll in 0..5_000u32 {
+            let started = std::time::Instant::now();
+            let woken = futures_lite::future::or(
+                async {
+                    log.wait_for_append(end).await;
+                    true
+                },
+                async {
+                    glommio::timer::sleep(std::time::Duration::from_micros(200)).await;
+                    false
+                },
+            )
+            .await;
+            assert!(!woken, "poll {poll}: nothing was appended");
+            assert!(started.elapsed() >= std::time::Duration::from_micros(200));
+            assert!(
+                log.waiters.borrow().is_empty(),
+                "poll {poll} left its waiter"
+            );
+        }
+        // A live wait is still woken by the next append.
+        let (woken, _) = futures_lite::future::zip(log.wait_for_append(end), async {
+            log.append(&batches(&[1], 10)).await.unwrap();
+        })
+        .await;
+        let () = woken;
+        assert!(log.waiters.borrow().is_empty());
+        log.delete().await.unwrap();
+    });
+}
