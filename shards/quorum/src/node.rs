@@ -151,6 +151,26 @@ impl QuorumNode {
         Ok(ready)
     }
 
+    /// Ticks until the next tick that does something: a leader's next heartbeat or quorum
+    /// check, anyone else's election timeout. A driver may sleep that long and then deliver the
+    /// ticks it owes at once (see the controller's `RaftDriver`): ticks in between only count.
+    pub fn ticks_until_due(&self) -> usize {
+        let raft = &self.raw.raft;
+        let due = if raft.state == StateRole::Leader {
+            let heartbeat = raft
+                .heartbeat_timeout()
+                .saturating_sub(raft.heartbeat_elapsed());
+            let quorum_check = raft
+                .election_timeout()
+                .saturating_sub(raft.election_elapsed);
+            heartbeat.min(quorum_check)
+        } else {
+            raft.randomized_election_timeout()
+                .saturating_sub(raft.election_elapsed)
+        };
+        due.max(1)
+    }
+
     /// Hands the node a message from a peer.
     pub fn step(&mut self, message: Message) -> Result<()> {
         self.check_idle()?;
@@ -463,6 +483,42 @@ mod tests {
                 self.tick();
             }
             assert!(self.nodes.iter().all(|node| node.leader_id() == id));
+        }
+    }
+
+    /// The controller's driver sleeps `ticks_until_due` ticks and delivers them at once: the
+    /// ticks before the due one must do nothing, and the due one must act.
+    #[test]
+    fn only_the_due_tick_acts() {
+        for seed in 0..20 {
+            let mut voters = Voters::new(seed);
+            voters.elect(3);
+            // The leader: its next heartbeat.
+            let leader = &mut voters.nodes[2];
+            let due = leader.ticks_until_due();
+            assert!((1..=ELECTION_TICKS / 4).contains(&due), "{due}");
+            for _ in 1..due {
+                leader.tick().expect("tick");
+                assert!(leader.ready().expect("ready").is_none(), "seed {seed}");
+            }
+            leader.tick().expect("tick");
+            let work = leader.ready().expect("ready").expect("a heartbeat is due");
+            assert!(work.send_now.iter().any(|m| m.msg_type == MessageType::MsgHeartbeat));
+            voters.messages.extend(work.send_now);
+            let persisted = leader.persisted().expect("persisted");
+            voters.messages.extend(persisted.send);
+            // A follower that hears nothing more: its election timeout.
+            voters.settle();
+            voters.alive[2] = false;
+            let follower = &mut voters.nodes[0];
+            let due = follower.ticks_until_due();
+            assert!((1..2 * ELECTION_TICKS).contains(&due), "{due}");
+            for _ in 1..due {
+                follower.tick().expect("tick");
+                assert_eq!(follower.role(), StateRole::Follower, "seed {seed}");
+            }
+            follower.tick().expect("tick");
+            assert_eq!(follower.role(), StateRole::PreCandidate, "seed {seed}");
         }
     }
 
