@@ -99,7 +99,17 @@ pub fn run(config: BrokerConfig) -> Result<(), String> {
             .name(&format!("shard-{i}"))
             .spin_before_park(spin)
             .io_memory(SHARD_IO_MEMORY_BYTES);
-        handles.push(spawn_in_order(builder, true, move || run_shard(start))?);
+        let panic_after = injected_panic(i);
+        handles.push(spawn_in_order(builder, true, move || async move {
+            if let Some(after) = panic_after {
+                glommio::spawn_local(async move {
+                    glommio::timer::sleep(after).await;
+                    panic!("injected panic on shard {i} ({INJECT_PANIC_ENV})");
+                })
+                .detach();
+            }
+            run_shard(start).await
+        })?);
     }
     let (node_stop_tx, node_stop) = oneshot::channel();
     let node = NodeStart {
@@ -112,8 +122,9 @@ pub fn run(config: BrokerConfig) -> Result<(), String> {
     let builder = LocalExecutorBuilder::new(Placement::Fixed(topology.controller_cpu))
         .name("controller")
         .io_memory(CONTROLLER_IO_MEMORY_BYTES);
-    // A voter of a quorum with peers ticks Raft every 10 ms, which wakes its executor more
-    // often than the periodic wake-up would: that one would only add wake-ups.
+    // A voter of a quorum with peers wakes at least once per Raft heartbeat interval (120 ms
+    // at the default election timeout, `raft_driver.rs`), which bounds a missed wake-up's delay
+    // as the periodic wake-up would: that one would only add wake-ups.
     let raft_ticks = config.is_controller() && config.voters().len() > 1;
     handles.push(spawn_in_order(builder, !raft_ticks, move || {
         run_node(node)
@@ -158,6 +169,18 @@ pub fn run(config: BrokerConfig) -> Result<(), String> {
     }
     info!("sluice stopped");
     Ok(())
+}
+
+/// Test hook: `SLUICE_TEST_INJECT_PANIC=<shard>:<ms>` panics on that shard's executor that
+/// long after start (tests/panic.rs checks that the whole process stops, loudly).
+const INJECT_PANIC_ENV: &str = "SLUICE_TEST_INJECT_PANIC";
+
+fn injected_panic(shard: usize) -> Option<Duration> {
+    let value = std::env::var(INJECT_PANIC_ENV).ok()?;
+    let (target, after_ms) = value.split_once(':')?;
+    (target.parse::<usize>().ok()? == shard)
+        .then(|| after_ms.parse().ok().map(Duration::from_millis))
+        .flatten()
 }
 
 /// How often a busy executor wakes up on its own; see `wake_periodically`.

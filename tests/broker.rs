@@ -1,5 +1,6 @@
 //! End-to-end tests of the broker process over its Kafka listener.
 
+#![allow(clippy::unwrap_used)] // test code
 mod support;
 
 use std::io::Write;

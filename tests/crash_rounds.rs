@@ -4,6 +4,7 @@
 //! the offset index returns the batch that holds it (indexes agree with the log), and no
 //! returned batch fails its CRC. Seeded (SLUICE_SEED) so a failing round can be replayed.
 
+#![allow(clippy::unwrap_used)] // test code
 mod support;
 
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -2,6 +2,7 @@
 //! request boundary, and goes on answering every request in order: pipelined requests that were
 //! already read when it moved are answered too, and a connection moves at most once.
 
+#![allow(clippy::unwrap_used)] // test code
 mod support;
 
 use std::io::Write;

@@ -3,6 +3,7 @@
 //! crash, and then serve a normal client. The run is seeded (SLUICE_SEED overrides the seed) so a
 //! failure can be replayed.
 
+#![allow(clippy::unwrap_used)] // test code
 mod support;
 
 use std::io::{Read, Write};

@@ -2,6 +2,7 @@
 //! stale-epoch batches over the wire; producer state surviving a clean restart (snapshot) and a
 //! crash (log scan); producer ids never reused across restarts.
 
+#![allow(clippy::unwrap_used)] // test code
 mod support;
 
 use std::collections::HashSet;

@@ -3,6 +3,7 @@
 //! coordinator shard — while the time a request takes (a long-poll Fetch) never counts and a
 //! connection in use is never cut. Each broker here runs with a 300 ms limit.
 
+#![allow(clippy::unwrap_used)] // test code
 mod support;
 
 use std::io::Read;

@@ -2,6 +2,7 @@
 //! closed segments on the shard's retention tick, and the log start offset moves — whether the
 //! configs were set at creation or altered while the partition's log is open.
 
+#![allow(clippy::unwrap_used)] // test code
 mod support;
 
 use std::time::{Duration, Instant};

@@ -1,6 +1,7 @@
 //! End-to-end: topic configs (CreateTopics overrides, DescribeConfigs, AlterConfigs,
 //! IncrementalAlterConfigs) and DeleteRecords, over the broker's Kafka listener.
 
+#![allow(clippy::unwrap_used)] // test code
 mod support;
 
 use sluice_protocol::messages::alter_configs::{

@@ -9,6 +9,8 @@
 //! The single-node default (`config/sluice.toml`) is embedded in the binary; a user file and
 //! `--override key=value` pairs are applied on top of it, in that order.
 
+#![forbid(unsafe_code)]
+
 mod quorum;
 mod settings;
 pub mod topic;

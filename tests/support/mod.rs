@@ -1,5 +1,6 @@
 //! Test support: start a real `sluice` process on a free port with its own data directory, and
 //! talk to it with a small blocking Kafka client built on the protocol crate.
+#![allow(clippy::unwrap_used)] // test code
 #![allow(dead_code)]
 
 use std::io::{Read, Write};
@@ -65,6 +66,17 @@ impl Broker {
     /// Like `start_logging`, without waiting for the broker to be ready (one that never will
     /// be: its controllers cannot be reached).
     pub fn spawn_logging(dir: &Path, port: u16, overrides: &[&str], filter: &str) -> Broker {
+        Broker::spawn_with_env(dir, port, overrides, filter, &[])
+    }
+
+    /// Like `spawn_logging`, with extra environment variables (test hooks).
+    pub fn spawn_with_env(
+        dir: &Path,
+        port: u16,
+        overrides: &[&str],
+        filter: &str,
+        env: &[(&str, &str)],
+    ) -> Broker {
         let data = dir.join("data");
         let log = std::fs::OpenOptions::new()
             .create(true)
@@ -80,6 +92,7 @@ impl Broker {
         for item in overrides {
             command.arg("--override").arg(item);
         }
+        command.envs(env.iter().copied());
         let child = command
             .env("RUST_LOG", filter)
             .stdout(Stdio::null())
@@ -184,6 +197,22 @@ impl Broker {
         while asked.elapsed() < limit {
             if let Some(status) = child.try_wait().unwrap() {
                 return Some((status, asked.elapsed()));
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+        None
+    }
+
+    /// Waits up to `limit` for the process to exit on its own: its status, or None if it still
+    /// runs (it is killed).
+    pub fn exit_within(mut self, limit: Duration) -> Option<ExitStatus> {
+        let mut child = self.child.take().unwrap();
+        let started = Instant::now();
+        while started.elapsed() < limit {
+            if let Some(status) = child.try_wait().unwrap() {
+                return Some(status);
             }
             std::thread::sleep(Duration::from_millis(10));
         }

@@ -9,6 +9,8 @@
 //! the partitions the image gives them. Controllers and brokers talk over a private RPC on the
 //! controller listener (`rpc`, `rpc_net`).
 
+#![forbid(unsafe_code)]
+
 mod broker_agent;
 mod metadata_state;
 mod placement;

@@ -5,6 +5,7 @@
 //! records read back at load, and carries out the `Effect`s it returns (answers to delayed
 //! JoinGroup/SyncGroup requests, appends to `__consumer_offsets`).
 
+#![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
 mod config;

@@ -7,6 +7,8 @@
 //! between that shard's tasks as `Rc<Log>`. See README.md for the layout and
 //! the recovery rules.
 
+#![forbid(unsafe_code)]
+
 mod batch;
 mod checkpoint;
 mod clock;

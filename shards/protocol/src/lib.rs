@@ -17,6 +17,8 @@
 //! Decoding treats every input as hostile: it never panics, never indexes past
 //! the input, and never reserves memory the input cannot back. Byte and record
 //! fields are `Bytes` slices sharing the request frame's allocation.
+
+#![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
 pub mod api_key;

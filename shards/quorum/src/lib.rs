@@ -8,6 +8,7 @@
 //! `send_now`, `QuorumLog::persist` its entries and hard state, call `persisted()`, send its
 //! `send` and apply its `committed`.
 
+#![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
 mod disk;
@@ -15,6 +16,7 @@ mod error;
 mod log_format;
 mod node;
 mod quorum_log;
+mod raft_log;
 mod storage;
 
 #[cfg(test)]

@@ -123,7 +123,7 @@ impl QuorumNode {
         };
         raft_config.validate()?;
         let cache = EntryCache::new(config.voters.clone(), restored.hard_state, restored.entries);
-        let logger = slog::Logger::root(slog::Discard, slog::o!());
+        let logger = crate::raft_log::logger();
         let raw = RawNode::new(&raft_config, cache, &logger)?;
         let term_role = (raw.raft.term, raw.raft.state);
         let mut node = QuorumNode {
@@ -503,7 +503,10 @@ mod tests {
             }
             leader.tick().expect("tick");
             let work = leader.ready().expect("ready").expect("a heartbeat is due");
-            assert!(work.send_now.iter().any(|m| m.msg_type == MessageType::MsgHeartbeat));
+            assert!(work
+                .send_now
+                .iter()
+                .any(|m| m.msg_type == MessageType::MsgHeartbeat));
             voters.messages.extend(work.send_now);
             let persisted = leader.persisted().expect("persisted");
             voters.messages.extend(persisted.send);

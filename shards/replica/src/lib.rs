@@ -5,6 +5,8 @@
 //! and a way to wait for appends. Everything here lives on the shard that owns the partition and
 //! is never touched by another thread: other shards reach it through shard messages.
 
+#![forbid(unsafe_code)]
+
 mod error;
 mod partition;
 pub mod producer_state;

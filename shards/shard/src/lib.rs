@@ -6,6 +6,8 @@
 //! work on a partition owned elsewhere travels as a [`ShardMessage`] over a bounded channel, and
 //! the reply returns on a oneshot. No lock guards the data path.
 
+#![forbid(unsafe_code)]
+
 mod config_work;
 mod group_work;
 mod image;
