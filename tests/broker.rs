@@ -111,6 +111,9 @@ fn unserved_apis_and_versions_get_unsupported_version() {
     let response = client.read_frame().expect("an answer, not silence");
     assert_eq!(&response[0..4], &7i32.to_be_bytes(), "correlation id");
     assert_eq!(&response[4..6], &35i16.to_be_bytes(), "UNSUPPORTED_VERSION");
+    // As Kafka: a v0 body listing only ApiVersions' own range.
+    assert_eq!(&response[6..10], &1i32.to_be_bytes(), "one api_keys entry");
+    assert_eq!(&response[10..14], &[0, 18, 0, 0], "ApiVersions from v0");
     // TxnOffsetCommit (not served): header and UNSUPPORTED_VERSION.
     let mut join = Vec::new();
     let body: &[u8] = &[0, 0, 0, 0];
