@@ -112,6 +112,9 @@ fn unserved_apis_and_versions_get_unsupported_version() {
     let response = client.read_frame().expect("an answer, not silence");
     assert_eq!(&response[0..4], &7i32.to_be_bytes(), "correlation id");
     assert_eq!(&response[4..6], &35i16.to_be_bytes(), "UNSUPPORTED_VERSION");
+    // As Kafka: a v0 body listing only ApiVersions' own range.
+    assert_eq!(&response[6..10], &1i32.to_be_bytes(), "one api_keys entry");
+    assert_eq!(&response[10..14], &[0, 18, 0, 0], "ApiVersions from v0");
     // TxnOffsetCommit (not served): header and UNSUPPORTED_VERSION.
     let mut join = Vec::new();
     let body: &[u8] = &[0, 0, 0, 0];
@@ -630,6 +633,82 @@ fn librdkafka_2_16_metadata_v13_with_trailing_bytes_is_answered() {
         18,
         3,
         RequestBody::ApiVersions(ApiVersionsRequest::default()),
+    );
+    assert_eq!(broker.stop().code(), Some(0));
+}
+
+/// Frames Kafka's parsers accept (see shards/protocol/README.md, "Accepting what Kafka
+/// accepts"), sent on one connection: header v2 with unknown, repeated, out-of-order tags and a
+/// null client id; unknown tags in the Metadata topic struct and the body; a 5-byte varint whose
+/// last byte carries bits past 32; invalid UTF-8 and an empty topic name. Each is answered and the
+/// connection stays open (Sluice used to close it on the bad UTF-8 and the varint).
+#[test]
+fn frames_kafka_accepts_are_answered_on_one_connection() {
+    let broker = Broker::start("lenient-frames", &["auto.create.topics.enable=false"]);
+    let mut client = broker.client();
+    create_topic(&mut client, "lenient", 2);
+    let send = |client: &mut Client, corr: i32, tags: &[u8], count: &[u8], names: &[&[u8]]| {
+        let mut f = Vec::new();
+        f.extend_from_slice(&3i16.to_be_bytes());
+        f.extend_from_slice(&12i16.to_be_bytes());
+        f.extend_from_slice(&corr.to_be_bytes());
+        f.extend_from_slice(&(-1i16).to_be_bytes()); // null client id
+        f.extend_from_slice(tags);
+        f.extend_from_slice(count);
+        for name in names {
+            f.extend_from_slice(&[0; 16]);
+            f.push(name.len() as u8 + 1);
+            f.extend_from_slice(name);
+            f.extend_from_slice(&[3, 9, 1, 0, 1, 0, 9, 1, 5]); // topic struct: unknown tags
+        }
+        f.extend_from_slice(&[1, 0]); // allow auto creation, include topic authorized operations
+        f.extend_from_slice(&[2, 4, 3, 1, 2, 3, 0, 0]); // body: unknown tags
+        let mut frame = (f.len() as i32).to_be_bytes().to_vec();
+        frame.extend_from_slice(&f);
+        client.stream.write_all(&frame).unwrap();
+        let answer = client
+            .read_frame()
+            .expect("an answer, not a closed connection");
+        let (header, body) = sluice_protocol::request::decode_response(answer, 3, 12)
+            .expect("a Metadata v12 answer");
+        assert_eq!(header.correlation_id, corr);
+        let ResponseBody::Metadata(m) = body else {
+            panic!("not a Metadata answer");
+        };
+        m.topics
+            .into_iter()
+            .map(|t| (t.name.unwrap_or_default(), t.error_code, t.partitions.len()))
+            .collect::<Vec<_>>()
+    };
+    let header_tags: &[u8] = &[3, 7, 2, 0xaa, 0xbb, 3, 0, 7, 1, 1];
+    assert_eq!(
+        send(&mut client, 1, header_tags, &[2], &[b"lenient"]),
+        [("lenient".to_string(), 0, 2)]
+    );
+    // One topic, counted in five bytes; the fifth byte's high bits are dropped as Kafka does.
+    assert_eq!(
+        send(
+            &mut client,
+            2,
+            &[0],
+            &[0x82, 0x80, 0x80, 0x80, 0x70],
+            &[b"lenient"]
+        ),
+        [("lenient".to_string(), 0, 2)]
+    );
+    assert_eq!(
+        send(
+            &mut client,
+            3,
+            &[0],
+            &[4],
+            &[b"bad\xffname", b"", b"lenient"]
+        ),
+        [
+            ("bad\u{fffd}name".to_string(), 17, 0),
+            (String::new(), 17, 0),
+            ("lenient".to_string(), 0, 2)
+        ]
     );
     assert_eq!(broker.stop().code(), Some(0));
 }

@@ -330,3 +330,39 @@ def verify_exactly_once(records, expected_count: int, prefix: str = "k", start: 
         raise AssertionError(f"read-back verification failed ({total} records, per-partition counts {counts}):\n  "
                              + "\n  ".join(errors))
     return counts
+
+
+def reference_cluster_view(bootstrap: str) -> dict:
+    """The broker as confluent-kafka's AdminClient.describe_cluster() (DescribeCluster) sees it, the
+    reference the other clients' admin views are compared with: cluster id, controller, brokers."""
+    from confluent_kafka.admin import AdminClient
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    c = admin.describe_cluster(request_timeout=15).result(timeout=20)
+    assert c.cluster_id, f"confluent-kafka describe_cluster() without a cluster id: {c}"
+    return {"cluster_id": c.cluster_id, "controller": c.controller.id,
+            "brokers": sorted((n.id, n.host, n.port) for n in c.nodes)}
+
+
+def check_cluster_view(view: dict, broker, topics: dict[str, int]) -> None:
+    """Checks one client's admin view (the VIEW shape of go/admin.go and `kafkajs_tool.js view`):
+    the single broker is node 1 at 127.0.0.1:<port> and the controller; every call's cluster id
+    equals the reference's (confluent-kafka DescribeCluster); each created topic is listed with its
+    partition count and described with partitions 0..n-1, each led by node 1 with replicas = ISR = [1]."""
+    who = view["client"]
+    ref = reference_cluster_view(broker.bootstrap)
+    assert ref["brokers"] == [(1, "127.0.0.1", broker.port)], f"reference view: {ref}"
+    brokers = sorted((b["id"], b["host"], b["port"]) for b in view["brokers"])
+    assert brokers == ref["brokers"], f"{who}: brokers {brokers}, expected {ref['brokers']}"
+    assert view["controller"] == ref["controller"] == 1, f"{who}: controller {view['controller']}, ref {ref}"
+    assert view["cluster_ids"], f"{who}: no cluster id reported"
+    for call, cluster_id in view["cluster_ids"].items():
+        assert cluster_id == ref["cluster_id"], \
+            f"{who}: {call} cluster id {cluster_id!r}, DescribeCluster says {ref['cluster_id']!r}"
+    for topic, partitions in topics.items():
+        assert view["listed"].get(topic) == partitions, \
+            f"{who}: {topic} listed with {view['listed'].get(topic)} partitions, expected {partitions}: {view['listed']}"
+        described = sorted(view["described"].get(topic, []), key=lambda p: p["partition"])
+        assert [p["partition"] for p in described] == list(range(partitions)), f"{who}: {topic}: {described}"
+        for p in described:
+            assert (p["leader"], p["replicas"], p["isr"]) == (1, [1], [1]), f"{who}: {topic}/{p['partition']}: {p}"

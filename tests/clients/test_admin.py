@@ -6,6 +6,8 @@ import time
 
 import pytest
 from kafka import KafkaProducer
+
+import harness
 from kafka.admin import KafkaAdminClient, NewTopic
 from kafka.errors import TopicAlreadyExistsError
 
@@ -91,6 +93,44 @@ def test_python_admin(broker):
         admin.delete_topics(["adm-py-a"])
         _eventually(lambda: "adm-py-a" not in set(admin.list_topics()), "adm-py-a to disappear")
         assert "adm-py-b" in set(admin.list_topics())
+    finally:
+        admin.close()
+
+
+def test_python_admin_lists_topics_and_describes_the_cluster(broker):
+    """kafka-python's KafkaAdminClient view, checked like every client's (harness.check_cluster_view):
+    list_topics(), describe_topics() of all topics and of the created ones, describe_cluster()."""
+    topics = {"adm-py-view-a": 1, "adm-py-view-b": 3}
+    admin = KafkaAdminClient(bootstrap_servers=broker.bootstrap, request_timeout_ms=30000)
+    try:
+        admin.create_topics([NewTopic(t, num_partitions=n, replication_factor=1) for t, n in topics.items()])
+
+        def led():  # Kafka publishes a created topic to its metadata asynchronously
+            try:
+                d = admin.describe_topics(list(topics))
+            except Exception:  # kafka-python raises for an unknown topic
+                return False
+            return all(t["error_code"] == 0 and len(t["partitions"]) == topics[t["name"]]
+                       and all(p["leader_id"] >= 0 for p in t["partitions"]) for t in d)
+        _eventually(led, "the created topics to be led")
+        names = set(admin.list_topics())
+        every = {t["name"]: t for t in admin.describe_topics()}
+        assert names == set(every), f"list_topics() {sorted(names)} vs describe_topics() {sorted(every)}"
+        described = {t["name"]: t for t in admin.describe_topics(list(topics))}
+        cluster = admin.describe_cluster()
+        view = {
+            "client": "kafka-python KafkaAdminClient",
+            "cluster_ids": {"describe_cluster": cluster["cluster_id"]},
+            "controller": cluster["controller_id"],
+            "brokers": [{"id": b["broker_id"], "host": b["host"], "port": b["port"]} for b in cluster["brokers"]],
+            "listed": {n: len(t["partitions"]) for n, t in every.items()},
+            "described": {n: [{"partition": p["partition_index"], "leader": p["leader_id"],
+                               "replicas": p["replica_nodes"], "isr": p["isr_nodes"]} for p in t["partitions"]]
+                          for n, t in described.items()},
+        }
+        for n, t in described.items():
+            assert t["error_code"] == 0, t
+        harness.check_cluster_view(view, broker, topics)
     finally:
         admin.close()
 

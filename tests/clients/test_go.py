@@ -21,6 +21,7 @@ the tests are skipped."""
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 from pathlib import Path
@@ -121,6 +122,20 @@ def test_sarama(broker, go_tool, tmp_path, idempotent):
     else:
         assert "idempotent=false acks=1" in out, out
     check_report(out, topic)
+
+
+@pytest.mark.parametrize("client", ["franz", "sarama"])
+def test_go_admin_lists_topics_and_describes_the_cluster(broker, go_tool, tmp_path, client):
+    """franz-go kadm (ListTopics, BrokerMetadata, Metadata, and DescribeCluster as a raw kmsg request)
+    and Sarama's ClusterAdmin (ListTopics, DescribeCluster, DescribeTopics, plus the controller's
+    Metadata for the cluster id): the created topics with their partition counts, the broker's
+    node id/host/port, the controller, and the cluster id of every call equal to DescribeCluster's."""
+    topics = {f"go-{client}-view-a": 1, f"go-{client}-view-b": 3}
+    out = run_go(go_tool, [f"{client}-admin", "--bootstrap", broker.bootstrap, "--topics",
+                           ",".join(f"{t}:{n}" for t, n in topics.items())], tmp_path)
+    view = json.loads(next(l for l in out.splitlines() if l.startswith("VIEW "))[len("VIEW "):])
+    harness.check_cluster_view(view, broker, topics)
+    print(f"{client}: {view['cluster_ids']} controller={view['controller']} brokers={view['brokers']}")
 
 
 @pytest.mark.parametrize("client", ["franz", "sarama"])

@@ -134,6 +134,15 @@ def test_admin(broker, logdir):
     assert topic not in after["topics"], after["topics"]
 
 
+def test_admin_lists_topics_and_describes_the_cluster(broker, logdir):
+    """kafkajs admin: listTopics, fetchTopicMetadata (all topics, then the created ones) and
+    describeCluster: the created topics with their partition counts, the broker's node id/host/port,
+    the controller, and the cluster id equal to confluent-kafka's DescribeCluster answer."""
+    topics = {"kjs-view-a": 1, "kjs-view-b": 3}
+    view = kafkajs(broker, logdir, "view", "--topics", ",".join(f"{t}:{n}" for t, n in topics.items()))["view"]
+    harness.check_cluster_view(view, broker, topics)
+
+
 def test_consumer_group(broker, java_tool, tmp_path):
     topic = "kjs-group"
     timings = groups.graceful_leave_scenario(

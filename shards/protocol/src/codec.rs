@@ -147,16 +147,14 @@ impl Decoder {
         Ok(Uuid(self.take_array()?))
     }
 
-    /// Reads an unsigned LEB128 varint of at most 5 bytes.
+    /// Reads an unsigned LEB128 varint of at most 5 bytes. As in Kafka's
+    /// `ByteUtils.readUnsignedVarint`, the fifth byte must end the varint but may
+    /// carry bits beyond the 32 a `u32` holds: they are dropped, not refused.
     pub fn unsigned_varint(&mut self) -> Result<u32> {
         let mut value: u32 = 0;
         for i in 0..5 {
             let b = self.u8()?;
-            // The fifth byte may only carry the top 4 bits of a u32.
-            if i == 4 && b > 0x0f {
-                return Err(ProtocolError::InvalidVarint);
-            }
-            value |= u32::from(b & 0x7f) << (7 * i);
+            value |= u32::from(b & 0x7f).wrapping_shl(7 * i);
             if b & 0x80 == 0 {
                 return Ok(value);
             }
@@ -164,16 +162,13 @@ impl Decoder {
         Err(ProtocolError::InvalidVarint)
     }
 
-    /// Reads an unsigned LEB128 varlong of at most 10 bytes.
+    /// Reads an unsigned LEB128 varlong of at most 10 bytes; like Kafka, bits of
+    /// the tenth byte beyond the 64 a `u64` holds are dropped.
     pub fn unsigned_varlong(&mut self) -> Result<u64> {
         let mut value: u64 = 0;
         for i in 0..10 {
             let b = self.u8()?;
-            // The tenth byte may only carry the top bit of a u64.
-            if i == 9 && b > 0x01 {
-                return Err(ProtocolError::InvalidVarint);
-            }
-            value |= u64::from(b & 0x7f) << (7 * i);
+            value |= u64::from(b & 0x7f).wrapping_shl(7 * i);
             if b & 0x80 == 0 {
                 return Ok(value);
             }
@@ -193,20 +188,31 @@ impl Decoder {
         Ok(((v >> 1) as i64) ^ -((v & 1) as i64))
     }
 
+    /// Length of a compact field: the unsigned varint minus one, computed as
+    /// Kafka does in a Java `int`, so a varint of 2^31 or more is a negative
+    /// length (null), not a huge one.
+    fn compact_len(&mut self) -> Result<i64> {
+        Ok(i64::from(self.unsigned_varint()? as i32) - 1)
+    }
+
     /// Length prefix of a string (`int16`) or compact string (varint - 1); `None` is null.
+    /// Kafka refuses compact string lengths above `i16::MAX` (the classic limit).
     fn string_len(&mut self, flexible: bool) -> Result<Option<usize>> {
         let len = if flexible {
-            i64::from(self.unsigned_varint()?) - 1
+            self.compact_len()?
         } else {
             i64::from(self.i16()?)
         };
+        if len > i64::from(i16::MAX) {
+            return Err(ProtocolError::InvalidLength(len));
+        }
         self.checked_len(len)
     }
 
     /// Length prefix of bytes (`int32`) or compact bytes (varint - 1); `None` is null.
     fn bytes_len(&mut self, flexible: bool) -> Result<Option<usize>> {
         let len = if flexible {
-            i64::from(self.unsigned_varint()?) - 1
+            self.compact_len()?
         } else {
             i64::from(self.i32()?)
         };
@@ -225,11 +231,12 @@ impl Decoder {
         }
     }
 
+    /// Kafka decodes strings with `new String(bytes, UTF_8)`, which replaces
+    /// malformed sequences with U+FFFD instead of failing, so a bad byte in a
+    /// topic or group name reaches the handler's name validation rather than
+    /// closing the connection. Do the same.
     fn utf8(&mut self, n: usize) -> Result<String> {
-        let raw = self.take(n)?;
-        std::str::from_utf8(raw)
-            .map(str::to_owned)
-            .map_err(|_| ProtocolError::InvalidUtf8)
+        Ok(lossy_utf8(self.take(n)?))
     }
 
     /// Reads a non-nullable `string` / `compact_string`.
@@ -265,7 +272,7 @@ impl Decoder {
     /// least one byte, so lengths above the remaining input are rejected.
     pub fn array_len(&mut self, flexible: bool) -> Result<Option<usize>> {
         let len = if flexible {
-            i64::from(self.unsigned_varint()?) - 1
+            self.compact_len()?
         } else {
             i64::from(self.i32()?)
         };
@@ -324,6 +331,35 @@ impl Decoder {
         }
         Ok(())
     }
+}
+
+/// `String::from_utf8_lossy` with one allocation of exactly the output size:
+/// each malformed sequence becomes U+FFFD (3 bytes), so the output is at most
+/// three times the input and never over-reserved by amortized growth.
+pub(crate) fn lossy_utf8(raw: &[u8]) -> String {
+    if let Ok(s) = std::str::from_utf8(raw) {
+        return s.to_owned();
+    }
+    let replacement = char::REPLACEMENT_CHARACTER.len_utf8();
+    let size: usize = raw
+        .utf8_chunks()
+        .map(|c| {
+            c.valid().len()
+                + if c.invalid().is_empty() {
+                    0
+                } else {
+                    replacement
+                }
+        })
+        .sum();
+    let mut out = String::with_capacity(size);
+    for chunk in raw.utf8_chunks() {
+        out.push_str(chunk.valid());
+        if !chunk.invalid().is_empty() {
+            out.push(char::REPLACEMENT_CHARACTER);
+        }
+    }
+    out
 }
 
 #[cfg(test)]

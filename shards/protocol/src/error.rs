@@ -20,10 +20,7 @@ pub enum ProtocolError {
     /// A length prefix was negative where null is not allowed, or larger than the input.
     #[error("invalid length {0}")]
     InvalidLength(i64),
-    /// A string field was not valid UTF-8.
-    #[error("string is not valid UTF-8")]
-    InvalidUtf8,
-    /// A varint ran past its maximum width.
+    /// A varint's fifth (varlong: tenth) byte still had its continuation bit set.
     #[error("malformed varint")]
     InvalidVarint,
     /// The API key is known but the version is outside the implemented range.

@@ -67,7 +67,7 @@ fn decode_client_id(d: &mut Decoder) -> Result<Option<String>> {
         return Ok(None);
     }
     let raw = d.take_bytes(len as usize)?;
-    Ok(Some(String::from_utf8_lossy(&raw).into_owned()))
+    Ok(Some(crate::codec::lossy_utf8(&raw)))
 }
 
 /// Request header version for `api_key`/`api_version`: 2 if flexible, else 1.

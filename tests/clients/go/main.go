@@ -5,6 +5,7 @@
 //	sluice-go-clients franz  --bootstrap HOST:PORT --topic T [--count N] [--partitions P]
 //	sluice-go-clients sarama --bootstrap HOST:PORT --topic T [--count N] [--partitions P] [--idempotent]
 //	sluice-go-clients franz-group|sarama-group --bootstrap HOST:PORT --topic T --group G --events F --stop-file S
+//	sluice-go-clients franz-admin|sarama-admin --bootstrap HOST:PORT --topics a:1,b:3   (admin.go)
 //
 // Each step prints one line to stdout; the last line is "OK" when everything was verified.
 // On failure the program prints "FAIL: ..." and exits 1.
@@ -154,6 +155,10 @@ func main() {
 	cmd := os.Args[1]
 	if cmd == "franz-group" || cmd == "sarama-group" {
 		runGroupCmd(cmd, os.Args[2:])
+		return
+	}
+	if cmd == "franz-admin" || cmd == "sarama-admin" {
+		runAdminCmd(cmd, os.Args[2:])
 		return
 	}
 	fs := flag.NewFlagSet(cmd, flag.ExitOnError)

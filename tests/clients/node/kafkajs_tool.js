@@ -5,6 +5,9 @@
 //   node kafkajs_tool.js inspect --bootstrap H:P --topic T      (fetchTopicMetadata, fetchTopicOffsets, describeConfigs)
 //   node kafkajs_tool.js delete  --bootstrap H:P --topic T
 //   node kafkajs_tool.js list    --bootstrap H:P
+//   node kafkajs_tool.js view    --bootstrap H:P --topics a:1,b:3
+//       createTopics, then the operator's view: listTopics, describeCluster, fetchTopicMetadata (all topics
+//       and the created ones); prints {view: {client, cluster_ids, controller, brokers, listed, described}}
 //   node kafkajs_tool.js group-consume --bootstrap H:P --topic T --group G --events F --stop-file S [--debug true]
 //       a consumer-group member (defaults, fromBeginning, autoCommit false + commitOffsets after each batch)
 //       writing the events file of groups.py; leaves the group and exits 0 when the stop file exists.
@@ -140,6 +143,8 @@ async function main() {
         out.topics = await admin.listTopics();
       } else if (a.cmd === 'list') {
         out.topics = await admin.listTopics();
+      } else if (a.cmd === 'view') {
+        out.view = await clusterView(admin, a.topics);
       } else if (a.cmd === 'delete') {
         await admin.deleteTopics({ topics: [topic], timeout: 30000 });
         out.topics = await admin.listTopics();
@@ -151,6 +156,35 @@ async function main() {
     }
   }
   process.stdout.write(JSON.stringify(out) + '\n');
+}
+
+// The shape of the Go tool's VIEW line (go/admin.go), checked by harness.check_cluster_view.
+async function clusterView(admin, spec) {
+  const topics = spec.split(',').map((t) => {
+    const [topic, n] = t.split(':');
+    return { topic, numPartitions: parseInt(n, 10) };
+  });
+  await admin.createTopics({ topics, waitForLeaders: true });
+  const view = { client: 'kafkajs admin', cluster_ids: {}, listed: {}, described: {} };
+  // listTopics gives names only; fetchTopicMetadata() without topics lists every topic with its partitions.
+  const names = await admin.listTopics();
+  const all = await admin.fetchTopicMetadata();
+  for (const name of names) view.listed[name] = -1;
+  for (const t of all.topics) {
+    if (!(t.name in view.listed)) throw new Error(`fetchTopicMetadata() lists ${t.name}, listTopics() does not`);
+    view.listed[t.name] = t.partitions.length;
+  }
+  const cluster = await admin.describeCluster();
+  view.cluster_ids.describeCluster = cluster.clusterId;
+  view.controller = cluster.controller;
+  view.brokers = cluster.brokers.map((b) => ({ id: b.nodeId, host: b.host, port: b.port }));
+  const described = await admin.fetchTopicMetadata({ topics: topics.map((t) => t.topic) });
+  for (const t of described.topics) {
+    view.described[t.name] = t.partitions
+      .map((p) => ({ partition: p.partitionId, leader: p.leader, replicas: p.replicas, isr: p.isr }))
+      .sort((x, y) => x.partition - y.partition);
+  }
+  return view;
 }
 
 main().catch((e) => {

@@ -26,9 +26,19 @@ fn varints_match_kafka_examples() {
 
 #[test]
 fn overlong_varints_are_rejected() {
+    // Kafka's readUnsignedVarint keeps the low 4 bits of a fifth byte and
+    // drops the rest; only a continuation bit on it is an error.
     assert_eq!(
-        dec(&[0xff, 0xff, 0xff, 0xff, 0x1f]).unsigned_varint(),
-        Err(ProtocolError::InvalidVarint)
+        dec(&[0xff, 0xff, 0xff, 0xff, 0x7f]).unsigned_varint(),
+        Ok(u32::MAX)
+    );
+    assert_eq!(
+        dec(&[0x81, 0x80, 0x80, 0x80, 0x10]).unsigned_varint(),
+        Ok(1)
+    );
+    assert_eq!(
+        dec(&[0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f]).unsigned_varlong(),
+        Ok(u64::MAX)
     );
     assert_eq!(
         dec(&[0x80, 0x80, 0x80, 0x80, 0x80, 0x01]).unsigned_varint(),
@@ -45,10 +55,14 @@ fn strings_and_nulls() {
     assert_eq!(dec(&[0xff, 0xff]).nullable_string(false), Ok(None));
     assert_eq!(dec(&[0]).nullable_string(true), Ok(None));
     assert!(dec(&[0xff, 0xff]).string(false).is_err());
+    // Kafka decodes strings leniently (`new String(bytes, UTF_8)`).
+    assert_eq!(dec(&[0, 1, 0xff]).string(false), Ok("\u{fffd}".into()));
     assert_eq!(
-        dec(&[0, 1, 0xff]).string(false),
-        Err(ProtocolError::InvalidUtf8)
+        dec(&[4, b'a', 0xc3, b'b']).string(true),
+        Ok("a\u{fffd}b".into())
     );
+    assert_eq!(dec(&[1]).string(true), Ok(String::new()));
+    assert_eq!(dec(&[0, 0]).string(false), Ok(String::new()));
     assert_eq!(
         dec(&[0, 5, b'a']).string(false),
         Err(ProtocolError::InvalidLength(5))
@@ -144,4 +158,56 @@ fn oversize_strings_are_truncated_not_corrupted() {
     e.put_string(&long, false);
     let s = Decoder::new(e.into_inner().freeze()).string(false).unwrap();
     assert_eq!(s.len(), 32766);
+}
+
+#[test]
+fn compact_lengths_are_java_ints() {
+    // A varint of 2^31 or more is a negative Java int: minus one it is a null
+    // length, as Kafka reads it, not a huge one.
+    let huge = [0x80, 0x80, 0x80, 0x80, 0x08];
+    assert_eq!(dec(&huge).nullable_string(true), Ok(None));
+    assert_eq!(dec(&huge).array_len(true), Ok(None));
+    assert_eq!(dec(&huge).nullable_bytes(true), Ok(None));
+    assert!(dec(&huge).string(true).is_err());
+    // Compact strings longer than i16::MAX are refused, as in Kafka, even when
+    // the frame holds them.
+    let mut long = vec![0x81, 0x80, 0x02]; // 32769 - 1 = 32768 bytes
+    long.extend(std::iter::repeat_n(b'a', 32768));
+    assert_eq!(
+        dec(&long).string(true),
+        Err(ProtocolError::InvalidLength(32768))
+    );
+    let mut max = vec![0x80, 0x80, 0x02]; // 32768 - 1 = 32767 bytes
+    max.extend(std::iter::repeat_n(b'a', 32767));
+    assert_eq!(dec(&max).string(true).map(|s| s.len()), Ok(32767));
+}
+
+#[test]
+fn lossy_strings_allocate_exactly() {
+    let bad = [0xff; 100];
+    let s = lossy_utf8(&bad);
+    assert_eq!(s.chars().count(), 100);
+    assert_eq!(s.len(), 300);
+    assert_eq!(s.capacity(), 300);
+    assert_eq!(lossy_utf8("héllo".as_bytes()), "héllo");
+}
+
+#[test]
+fn tagged_fields_may_repeat_and_come_out_of_order() {
+    // Kafka's generated readers loop over the fields without checking order or
+    // duplicates; a repeated known tag overwrites the earlier value.
+    let raw = [3, 5, 1, 9, 0, 4, 0, 0, 0, 1, 0, 4, 0, 0, 0, 2];
+    let mut last = None;
+    let mut tags = Vec::new();
+    dec(&raw)
+        .read_tagged_fields(|tag, f| {
+            tags.push(tag);
+            if tag == 0 {
+                last = Some(f.i32()?);
+            }
+            Ok(())
+        })
+        .unwrap();
+    assert_eq!(tags, [5, 0, 0]);
+    assert_eq!(last, Some(2));
 }

@@ -189,9 +189,10 @@ impl ApiVersionsResponse {
             1 => self.finalized_features_epoch = f.i64()?,
             2 => self.finalized_features = f.array(true, decode_finalized_feature)?,
             3 => self.zk_migration_ready = f.bool()?,
-            _ => return Ok(()),
+            _ => {}
         }
-        f.finish()
+        // Bytes after a known tag's value, inside its size, are ignored as in Kafka.
+        Ok(())
     }
 
     /// Encodes the body.

@@ -103,7 +103,6 @@ pub(crate) fn read_node_endpoints_tags(
     d.read_tagged_fields(|tag, f| {
         if tag == 0 && has_endpoints {
             endpoints = f.array(true, decode_node_endpoint)?;
-            f.finish()?;
         }
         Ok(())
     })?;

@@ -251,7 +251,6 @@ fn decode_result(d: &mut Decoder, version: i16) -> Result<CreatableTopicResult> 
         d.read_tagged_fields(|tag, f| {
             if tag == 0 {
                 t.topic_config_error_code = f.i16()?;
-                f.finish()?;
             }
             Ok(())
         })?;

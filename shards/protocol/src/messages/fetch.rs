@@ -223,9 +223,11 @@ impl FetchRequest {
                 };
                 f.tagged_fields()?;
             }
-            _ => return Ok(()),
+            _ => {}
         }
-        f.finish()
+        // Kafka reads a known tag's value and never checks it used the whole
+        // declared size; bytes left inside the field are ignored, not refused.
+        Ok(())
     }
 
     /// Encodes the body.
@@ -322,9 +324,10 @@ fn decode_partition(d: &mut Decoder, version: i16) -> Result<FetchPartition> {
             match tag {
                 0 if version >= 17 => p.replica_directory_id = f.uuid()?,
                 1 if version >= 18 => p.high_watermark = f.i64()?,
-                _ => return Ok(()),
+                _ => {}
             }
-            f.finish()
+            // Bytes after a known tag's value, inside its size, are ignored as in Kafka.
+            Ok(())
         })?;
     }
     Ok(p)

@@ -279,7 +279,6 @@ fn decode_partition_response(d: &mut Decoder, version: i16) -> Result<PartitionP
         d.read_tagged_fields(|tag, f| {
             if tag == 0 && version >= 10 {
                 p.current_leader = decode_leader_id_and_epoch(f)?;
-                f.finish()?;
             }
             Ok(())
         })?;

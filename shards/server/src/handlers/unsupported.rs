@@ -2,7 +2,7 @@
 //! range, or a malformed body.
 //!
 //! Kafka answers an ApiVersions request of a too-new version with a v0 ApiVersions response
-//! carrying UNSUPPORTED_VERSION and the supported ranges, so the client can retry with a version
+//! carrying UNSUPPORTED_VERSION and ApiVersions' own supported range, so the client can retry with a version
 //! both sides know; we do the same. For any other unserved API or version we answer with the
 //! response header and an UNSUPPORTED_VERSION error code — for most Kafka responses the error
 //! code (or throttle time then error code) leads the body — rather than leaving the client
@@ -47,9 +47,14 @@ pub fn answer(error: &RequestDecodeError) -> Outcome {
 
 fn unsupported_version_frame(api_key: i16, correlation_id: i32) -> BytesMut {
     if api_key == API_VERSIONS {
+        // Kafka (ApiVersionsRequest.getErrorResponse) lists only ApiVersions' own range: all the
+        // client needs to retry with a version both sides know.
         let response = ApiVersionsResponse {
             error_code: ErrorCode::UNSUPPORTED_VERSION.0,
-            api_keys: super::api_versions::advertised(),
+            api_keys: super::api_versions::advertised()
+                .into_iter()
+                .filter(|v| v.api_key == API_VERSIONS)
+                .collect(),
             ..ApiVersionsResponse::default()
         };
         return encode_response(

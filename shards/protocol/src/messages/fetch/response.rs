@@ -230,9 +230,10 @@ fn read_partition_tag(p: &mut PartitionData, tag: u32, f: &mut Decoder) -> Resul
             };
             f.tagged_fields()?;
         }
-        _ => return Ok(()),
+        _ => {}
     }
-    f.finish()
+    // Bytes after a known tag's value, inside its size, are ignored as in Kafka.
+    Ok(())
 }
 
 fn encode_partition(p: &PartitionData, e: &mut Encoder, version: i16) {
