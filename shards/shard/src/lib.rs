@@ -7,6 +7,7 @@
 //! the reply returns on a oneshot. No lock guards the data path.
 
 mod config_work;
+mod describe_work;
 mod group_work;
 mod image;
 mod mesh;
@@ -18,6 +19,7 @@ mod watch;
 pub use config_work::{
     AlterConfigsWork, ConfigChange, ConfigOp, DeleteRecordsWork, TopicConfigChanges,
 };
+pub use describe_work::{DescribeLogDirsWork, DescribeProducersWork};
 pub use group_work::{
     CommittedOffsets, GroupRequest, GroupResponse, GroupWork, PartitionResults, TopicPartitions,
 };
