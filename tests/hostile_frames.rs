@@ -112,6 +112,7 @@ fn valid_frames() -> Vec<Vec<u8>> {
     ];
     bodies.push((0, vec![3, 9, 11], produce_body()));
     bodies.extend(config_and_producer_bodies());
+    bodies.extend(describe_bodies());
     let mut frames = Vec::new();
     for (api_key, versions, body) in &bodies {
         for version in versions {
@@ -192,6 +193,61 @@ fn config_and_producer_bodies() -> Vec<(i16, Vec<i16>, RequestBody)> {
                     }],
                 }],
                 timeout_ms: 1000,
+            }),
+        ),
+    ]
+}
+
+/// DescribeLogDirs, DescribeProducers and DescribeTopicPartitions (with a cursor, so that
+/// mutants reach the pagination arithmetic).
+fn describe_bodies() -> Vec<(i16, Vec<i16>, RequestBody)> {
+    use sluice_protocol::messages::describe_log_dirs::{
+        DescribableLogDirTopic, DescribeLogDirsRequest,
+    };
+    use sluice_protocol::messages::describe_producers::{
+        DescribeProducersRequest, DescribeProducersTopicRequest,
+    };
+    use sluice_protocol::messages::describe_topic_partitions::{
+        Cursor, DescribeTopicPartitionsRequest, DescribeTopicPartitionsTopicRequest,
+    };
+    vec![
+        (
+            35,
+            vec![1, 3],
+            RequestBody::DescribeLogDirs(DescribeLogDirsRequest { topics: None }),
+        ),
+        (
+            35,
+            vec![2, 4, 5],
+            RequestBody::DescribeLogDirs(DescribeLogDirsRequest {
+                topics: Some(vec![DescribableLogDirTopic {
+                    topic: "hostile".into(),
+                    partitions: vec![0, 1],
+                }]),
+            }),
+        ),
+        (
+            61,
+            vec![0],
+            RequestBody::DescribeProducers(DescribeProducersRequest {
+                topics: vec![DescribeProducersTopicRequest {
+                    name: "hostile".into(),
+                    partition_indexes: vec![0, 1, 2],
+                }],
+            }),
+        ),
+        (
+            75,
+            vec![0],
+            RequestBody::DescribeTopicPartitions(DescribeTopicPartitionsRequest {
+                topics: vec![DescribeTopicPartitionsTopicRequest {
+                    name: "hostile".into(),
+                }],
+                response_partition_limit: 1,
+                cursor: Some(Cursor {
+                    topic_name: "hostile".into(),
+                    partition_index: 1,
+                }),
             }),
         ),
     ]

@@ -225,6 +225,9 @@ pub struct BrokerConfig {
     pub offsets_retention_check_interval_ms: u64,
     /// `offset.metadata.max.bytes`.
     pub offset_metadata_max_bytes: usize,
+    /// `max.request.partition.size.limit`: the most partitions one DescribeTopicPartitions
+    /// response holds, whatever the request's own limit.
+    pub max_request_partition_size_limit: i32,
     /// `sluice.broker.partitions.max`: bound on hosted partitions (each costs files and memory).
     pub sluice_broker_partitions_max: usize,
     /// `sluice.shard.tail.cache.bytes`: per-shard budget of the partitions' tail caches.
@@ -374,6 +377,7 @@ impl BrokerConfig {
             offsets_retention_minutes: 10_080,
             offsets_retention_check_interval_ms: 600_000,
             offset_metadata_max_bytes: 4096,
+            max_request_partition_size_limit: 2000,
             sluice_broker_partitions_max: 100_000,
             sluice_shard_tail_cache_bytes: 32 << 20,
             sluice_shards: 0,

@@ -389,6 +389,14 @@ pub static SETTINGS: &[Setting] = &[
         },
     },
     Setting {
+        name: "max.request.partition.size.limit",
+        doc: "Most partitions in one DescribeTopicPartitions response (the request may ask for fewer).",
+        apply: |c, v| {
+            c.max_request_partition_size_limit = int_in(v, 1, i32::MAX as i64)? as i32;
+            Ok(())
+        },
+    },
+    Setting {
         name: "sluice.broker.partitions.max",
         doc: "Most partitions this broker hosts; CreateTopics beyond it fails with INVALID_PARTITIONS.",
         apply: |c, v| {

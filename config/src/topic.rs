@@ -440,6 +440,9 @@ fn broker_setting_value(c: &BrokerConfig, name: &str) -> (Option<String>, Config
             (s(c.offsets_retention_check_interval_ms.to_string()), Long)
         }
         "offset.metadata.max.bytes" => (s(c.offset_metadata_max_bytes.to_string()), Int),
+        "max.request.partition.size.limit" => {
+            (s(c.max_request_partition_size_limit.to_string()), Int)
+        }
         "sluice.broker.partitions.max" => (s(c.sluice_broker_partitions_max.to_string()), Int),
         "sluice.shard.tail.cache.bytes" => (s(c.sluice_shard_tail_cache_bytes.to_string()), Long),
         "sluice.shards" => (s(c.sluice_shards.to_string()), Int),

@@ -37,6 +37,8 @@ TOOLS = {
     "kafka-delete-records": "org.apache.kafka.tools.DeleteRecordsCommand",
     "kafka-broker-api-versions": "org.apache.kafka.tools.BrokerApiVersionsCommand",
     "kafka-cluster": "org.apache.kafka.tools.ClusterTool",
+    "kafka-log-dirs": "org.apache.kafka.tools.LogDirsCommand",
+    "kafka-transactions": "org.apache.kafka.tools.TransactionsCommand",
 }
 
 

@@ -331,6 +331,13 @@ impl Log {
         self.state.borrow().segments.len()
     }
 
+    /// Bytes of the log's segments that are written (Kafka's `UnifiedLog.size`, which
+    /// DescribeLogDirs reports): appends still being written are not counted yet.
+    pub fn size_bytes(&self) -> u64 {
+        let st = self.state.borrow();
+        st.segments.values().map(|s| readable_size(&st, s)).sum()
+    }
+
     // ------------------------------------------------------------------
     // Append
     // ------------------------------------------------------------------

@@ -2,8 +2,9 @@
 
 use crate::messages::{
     alter_configs, api_versions, create_partitions, create_topics, delete_groups, delete_records,
-    delete_topics, describe_cluster, describe_configs, describe_groups, fetch, find_coordinator,
-    heartbeat, incremental_alter_configs, init_producer_id, join_group, leave_group, list_groups,
+    delete_topics, describe_cluster, describe_configs, describe_groups, describe_log_dirs,
+    describe_producers, describe_topic_partitions, fetch, find_coordinator, heartbeat,
+    incremental_alter_configs, init_producer_id, join_group, leave_group, list_groups,
     list_offsets, metadata, offset_commit, offset_delete, offset_fetch, produce, sync_group,
 };
 
@@ -279,6 +280,21 @@ pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
         offset_delete::MIN_VERSION,
         offset_delete::MAX_VERSION,
     ),
+    (
+        ApiKey::DescribeLogDirs,
+        describe_log_dirs::MIN_VERSION,
+        describe_log_dirs::MAX_VERSION,
+    ),
+    (
+        ApiKey::DescribeProducers,
+        describe_producers::MIN_VERSION,
+        describe_producers::MAX_VERSION,
+    ),
+    (
+        ApiKey::DescribeTopicPartitions,
+        describe_topic_partitions::MIN_VERSION,
+        describe_topic_partitions::MAX_VERSION,
+    ),
 ];
 
 /// The first flexible version of an implemented API, `None` for others.
@@ -309,6 +325,9 @@ pub fn flexible_min_version(api_key: i16) -> Option<i16> {
         ApiKey::ListGroups => Some(list_groups::FLEXIBLE_MIN_VERSION),
         ApiKey::DeleteGroups => Some(delete_groups::FLEXIBLE_MIN_VERSION),
         ApiKey::OffsetDelete => Some(offset_delete::FLEXIBLE_MIN_VERSION),
+        ApiKey::DescribeLogDirs => Some(describe_log_dirs::FLEXIBLE_MIN_VERSION),
+        ApiKey::DescribeProducers => Some(describe_producers::FLEXIBLE_MIN_VERSION),
+        ApiKey::DescribeTopicPartitions => Some(describe_topic_partitions::FLEXIBLE_MIN_VERSION),
         _ => None,
     }
 }

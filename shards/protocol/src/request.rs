@@ -19,6 +19,11 @@ use crate::messages::delete_topics::{DeleteTopicsRequest, DeleteTopicsResponse};
 use crate::messages::describe_cluster::{DescribeClusterRequest, DescribeClusterResponse};
 use crate::messages::describe_configs::{DescribeConfigsRequest, DescribeConfigsResponse};
 use crate::messages::describe_groups::{DescribeGroupsRequest, DescribeGroupsResponse};
+use crate::messages::describe_log_dirs::{DescribeLogDirsRequest, DescribeLogDirsResponse};
+use crate::messages::describe_producers::{DescribeProducersRequest, DescribeProducersResponse};
+use crate::messages::describe_topic_partitions::{
+    DescribeTopicPartitionsRequest, DescribeTopicPartitionsResponse,
+};
 use crate::messages::fetch::{FetchRequest, FetchResponse};
 use crate::messages::find_coordinator::{FindCoordinatorRequest, FindCoordinatorResponse};
 use crate::messages::heartbeat::{HeartbeatRequest, HeartbeatResponse};
@@ -141,6 +146,9 @@ bodies! {
     ListGroups(ListGroupsRequest, ListGroupsResponse),
     DeleteGroups(DeleteGroupsRequest, DeleteGroupsResponse),
     OffsetDelete(OffsetDeleteRequest, OffsetDeleteResponse),
+    DescribeLogDirs(DescribeLogDirsRequest, DescribeLogDirsResponse),
+    DescribeProducers(DescribeProducersRequest, DescribeProducersResponse),
+    DescribeTopicPartitions(DescribeTopicPartitionsRequest, DescribeTopicPartitionsResponse),
 }
 
 /// A request frame that could not be decoded. `header` is kept whenever it was

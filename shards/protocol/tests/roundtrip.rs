@@ -46,7 +46,8 @@ fn requests_round_trip_every_version() {
     // InitProducerId 0-5, DescribeConfigs 1-4, AlterConfigs 0-2, IncrementalAlterConfigs 0-1,
     // DeleteRecords 0-2; then the group APIs: OffsetCommit 2-9, OffsetFetch 1-9,
     // FindCoordinator 0-6, JoinGroup 0-9, Heartbeat 0-4, LeaveGroup 0-5, SyncGroup 0-5,
-    // DescribeGroups 0-6, ListGroups 0-5, DeleteGroups 0-2, OffsetDelete 0.
+    // DescribeGroups 0-6, ListGroups 0-5, DeleteGroups 0-2, OffsetDelete 0; DescribeLogDirs
+    // 1-5, DescribeProducers 0, DescribeTopicPartitions 0.
     assert_eq!(
         n,
         4 + 5
@@ -72,6 +73,9 @@ fn requests_round_trip_every_version() {
             + 7
             + 6
             + 3
+            + 1
+            + 5
+            + 1
             + 1
     );
 }

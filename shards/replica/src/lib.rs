@@ -15,7 +15,9 @@ mod snapshot;
 mod topic_config;
 
 pub use error::ReplicaError;
-pub use partition::{FetchPartitionData, OffsetAndTimestamp, Partition};
+pub use partition::{
+    ActiveProducer, FetchPartitionData, OffsetAndTimestamp, Partition, PartitionLogDirInfo,
+};
 pub use producer_state::{
     ProducerStateEntry, ProducerStateError, ProducerStateManager, DEFAULT_PRODUCER_ID_EXPIRATION_MS,
 };

@@ -45,6 +45,36 @@ pub struct FetchPartitionData {
     pub log_start_offset: i64,
 }
 
+/// One partition's log as DescribeLogDirs reports it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PartitionLogDirInfo {
+    /// The topic's name.
+    pub topic: String,
+    /// The partition index.
+    pub partition: i32,
+    /// Bytes of the log's segments.
+    pub size_bytes: u64,
+    /// High watermark minus log end offset, never below 0.
+    pub offset_lag: i64,
+}
+
+/// One producer's state on a partition, as DescribeProducers reports it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ActiveProducer {
+    /// Producer id.
+    pub producer_id: i64,
+    /// Its current epoch.
+    pub producer_epoch: i16,
+    /// Sequence of its last record written (-1: none remembered).
+    pub last_sequence: i32,
+    /// Max timestamp of its last batch (-1: none remembered).
+    pub last_timestamp: i64,
+    /// Epoch of the transaction coordinator that wrote its last marker (-1: none).
+    pub coordinator_epoch: i32,
+    /// First offset of its open transaction (-1: none).
+    pub current_txn_start_offset: i64,
+}
+
 /// An offset found by ListOffsets.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct OffsetAndTimestamp {
@@ -107,6 +137,45 @@ impl Partition {
     /// The next offset to be assigned.
     pub fn log_end_offset(&self) -> i64 {
         self.log.log_end_offset()
+    }
+
+    /// What DescribeLogDirs reports for this partition's log: its size in bytes and how far
+    /// its end is behind the high watermark (Kafka's `getLogEndOffsetLag`: never below 0, so
+    /// 0 on a leader). A failed log is an offline directory in Kafka's terms.
+    pub fn log_dir_info(&self) -> Result<PartitionLogDirInfo, ReplicaError> {
+        if let Some(error) = self.log.failure() {
+            return Err(ReplicaError::Storage(error));
+        }
+        Ok(PartitionLogDirInfo {
+            topic: self.topic.to_string(),
+            partition: self.tp.partition,
+            size_bytes: self.log.size_bytes(),
+            offset_lag: (self.high_watermark() - self.log_end_offset()).max(0),
+        })
+    }
+
+    /// The producers with state on this partition, by producer id (DescribeProducers; Kafka's
+    /// `UnifiedLog.activeProducers`). Sluice has no transactions yet, so no producer has a
+    /// coordinator epoch or an open transaction.
+    pub fn active_producers(&self) -> Vec<ActiveProducer> {
+        let producers = self.producers.borrow();
+        let mut active: Vec<ActiveProducer> = producers
+            .entries()
+            .map(|(producer_id, entry)| {
+                let last = entry.batches.back();
+                ActiveProducer {
+                    producer_id,
+                    producer_epoch: entry.epoch,
+                    last_sequence: last.map_or(-1, |b| b.last_seq),
+                    // Kafka's entry keeps the last batch's max timestamp.
+                    last_timestamp: last.map_or(-1, |b| b.max_timestamp),
+                    coordinator_epoch: -1,
+                    current_txn_start_offset: -1,
+                }
+            })
+            .collect();
+        active.sort_unstable_by_key(|p| p.producer_id);
+        active
     }
 
     /// Bytes a fetch from `offset` could return right now, for `fetch.min.bytes` accounting.

@@ -112,6 +112,15 @@ pub async fn dispatch(ctx: &ShardContext, frame: Bytes, client_host: &str) -> Ou
         RequestBody::OffsetDelete(r) => {
             ResponseBody::OffsetDelete(handlers::offset_delete::handle(ctx, version, r).await)
         }
+        RequestBody::DescribeLogDirs(r) => ResponseBody::DescribeLogDirs(
+            handlers::describe_log_dirs::handle(ctx, version, r).await,
+        ),
+        RequestBody::DescribeProducers(r) => ResponseBody::DescribeProducers(
+            handlers::describe_producers::handle(ctx, version, r).await,
+        ),
+        RequestBody::DescribeTopicPartitions(r) => ResponseBody::DescribeTopicPartitions(
+            handlers::describe_topic_partitions::handle(ctx, version, &r),
+        ),
     };
     Outcome::Respond(encode_response_vectored(
         header.correlation_id,

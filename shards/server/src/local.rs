@@ -8,8 +8,8 @@ use std::time::Instant;
 
 use bytes::Bytes;
 use sluice_replica::{
-    log_config_with_overrides, FetchPartitionData, LogAppendInfo, OffsetAndTimestamp, ReplicaError,
-    TopicIdPartition,
+    log_config_with_overrides, ActiveProducer, FetchPartitionData, LogAppendInfo,
+    OffsetAndTimestamp, PartitionLogDirInfo, ReplicaError, TopicIdPartition,
 };
 use sluice_shard::{FetchPartitionRequest, MetadataImage};
 use tracing::{error, info};
@@ -121,6 +121,39 @@ pub async fn delete_records(
         partition.delete_records_before(offset).await
     });
     join_all(deletions.collect()).await
+}
+
+/// Reports each partition's log size and offset lag (DescribeLogDirs).
+pub fn describe_log_dirs(
+    ctx: &ShardContext,
+    partitions: &[TopicIdPartition],
+) -> Vec<Result<PartitionLogDirInfo, ReplicaError>> {
+    partitions
+        .iter()
+        .map(|tp| {
+            ctx.replicas
+                .get(tp)
+                .ok_or(ReplicaError::UnknownTopicOrPartition)?
+                .log_dir_info()
+        })
+        .collect()
+}
+
+/// Reports each partition's active producers (DescribeProducers).
+pub fn describe_producers(
+    ctx: &ShardContext,
+    partitions: &[TopicIdPartition],
+) -> Vec<Result<Vec<ActiveProducer>, ReplicaError>> {
+    partitions
+        .iter()
+        .map(|tp| {
+            let partition = ctx
+                .replicas
+                .get(tp)
+                .ok_or(ReplicaError::UnknownTopicOrPartition)?;
+            Ok(partition.active_producers())
+        })
+        .collect()
 }
 
 /// Takes a new metadata image: opens the partitions it assigns to this shard (those with a

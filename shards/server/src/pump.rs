@@ -61,6 +61,16 @@ async fn handle(ctx: &Rc<ShardContext>, message: ShardMessage) {
             let results = local::delete_records(ctx, work.partitions).await;
             let _ = work.reply.send(results);
         }
+        ShardMessage::DescribeLogDirs(work) => {
+            let _ = work
+                .reply
+                .send(local::describe_log_dirs(ctx, &work.partitions));
+        }
+        ShardMessage::DescribeProducers(work) => {
+            let _ = work
+                .reply
+                .send(local::describe_producers(ctx, &work.partitions));
+        }
         ShardMessage::Group(work) => {
             let response = ctx.groups.handle(ctx, work.request).await;
             let _ = work.reply.send(response);

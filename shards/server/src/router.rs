@@ -8,11 +8,12 @@ use std::time::Instant;
 use bytes::Bytes;
 use futures_channel::oneshot;
 use sluice_replica::{
-    FetchPartitionData, LogAppendInfo, OffsetAndTimestamp, ReplicaError, TopicIdPartition,
+    ActiveProducer, FetchPartitionData, LogAppendInfo, OffsetAndTimestamp, PartitionLogDirInfo,
+    ReplicaError, TopicIdPartition,
 };
 use sluice_shard::{
-    DeleteRecordsWork, FetchPartitionRequest, FetchWork, ListOffsetsWork, ProduceWork, Reply,
-    ShardId, ShardMessage, WaitForAppendWork,
+    DeleteRecordsWork, DescribeLogDirsWork, DescribeProducersWork, FetchPartitionRequest,
+    FetchWork, ListOffsetsWork, ProduceWork, Reply, ShardId, ShardMessage, WaitForAppendWork,
 };
 use tracing::warn;
 
@@ -69,6 +70,42 @@ pub async fn delete_records(
     fan_out(ctx, items, local::delete_records, |partitions, reply| {
         ShardMessage::DeleteRecords(DeleteRecordsWork { partitions, reply })
     })
+    .await
+}
+
+/// Reads partitions' log sizes and offset lags (DescribeLogDirs), each on its owner shard.
+pub async fn describe_log_dirs(
+    ctx: &ShardContext,
+    items: Vec<(ShardId, TopicIdPartition)>,
+) -> Vec<Result<PartitionLogDirInfo, PartitionError>> {
+    fan_out(
+        ctx,
+        items,
+        |ctx, partitions: Vec<TopicIdPartition>| async move {
+            local::describe_log_dirs(ctx, &partitions)
+        },
+        |partitions, reply| {
+            ShardMessage::DescribeLogDirs(DescribeLogDirsWork { partitions, reply })
+        },
+    )
+    .await
+}
+
+/// Reads partitions' active producers (DescribeProducers), each on its owner shard.
+pub async fn describe_producers(
+    ctx: &ShardContext,
+    items: Vec<(ShardId, TopicIdPartition)>,
+) -> Vec<Result<Vec<ActiveProducer>, PartitionError>> {
+    fan_out(
+        ctx,
+        items,
+        |ctx, partitions: Vec<TopicIdPartition>| async move {
+            local::describe_producers(ctx, &partitions)
+        },
+        |partitions, reply| {
+            ShardMessage::DescribeProducers(DescribeProducersWork { partitions, reply })
+        },
+    )
     .await
 }
 

@@ -9,6 +9,7 @@
 #![forbid(unsafe_code)]
 
 mod config_work;
+mod describe_work;
 mod group_work;
 mod image;
 mod mesh;
@@ -20,6 +21,7 @@ mod watch;
 pub use config_work::{
     AlterConfigsWork, ConfigChange, ConfigOp, DeleteRecordsWork, TopicConfigChanges,
 };
+pub use describe_work::{DescribeLogDirsWork, DescribeProducersWork};
 pub use group_work::{
     CommittedOffsets, GroupRequest, GroupResponse, GroupWork, PartitionResults, TopicPartitions,
 };

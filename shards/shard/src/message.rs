@@ -12,7 +12,7 @@ use sluice_replica::{
 };
 
 use crate::MetadataImage;
-use crate::{AlterConfigsWork, DeleteRecordsWork};
+use crate::{AlterConfigsWork, DeleteRecordsWork, DescribeLogDirsWork, DescribeProducersWork};
 
 /// Where a reply goes back.
 pub type Reply<T> = oneshot::Sender<T>;
@@ -39,6 +39,10 @@ pub enum ShardMessage {
     AlterConfigs(AlterConfigsWork),
     /// Move partitions' log start offsets up (DeleteRecords).
     DeleteRecords(DeleteRecordsWork),
+    /// Report partitions' log sizes (DescribeLogDirs).
+    DescribeLogDirs(DescribeLogDirsWork),
+    /// Report partitions' active producers (DescribeProducers).
+    DescribeProducers(DescribeProducersWork),
     /// Work for the group coordinator of this shard.
     Group(crate::GroupWork),
     /// Data shard: serve this client connection from now on (its group's coordinator is here).
@@ -67,6 +71,8 @@ impl ShardMessage {
             ShardMessage::AllocateProducerIds(_) => "allocate_producer_ids",
             ShardMessage::AlterConfigs(_) => "alter_configs",
             ShardMessage::DeleteRecords(_) => "delete_records",
+            ShardMessage::DescribeLogDirs(_) => "describe_log_dirs",
+            ShardMessage::DescribeProducers(_) => "describe_producers",
             ShardMessage::Group(_) => "group",
             ShardMessage::AdoptConnection(_) => "adopt_connection",
             ShardMessage::ApplyMetadata { .. } => "apply_metadata",

@@ -210,6 +210,7 @@ fn indexes_and_timestamp_lookups_match_brute_force() {
             check_lookups(&log, &model, config.index_interval_bytes, &mut rng).await;
             let max_offset_entries = config.max_offset_index_entries();
             let max_time_entries = config.max_time_index_entries();
+            let size_bytes = log.size_bytes();
             log.close().await.unwrap();
             drop(log);
 
@@ -226,6 +227,12 @@ fn indexes_and_timestamp_lookups_match_brute_force() {
                 v.sort_unstable();
                 v
             };
+            // The log's size (DescribeLogDirs' PartitionSize) is its segment files' bytes.
+            let on_disk_bytes: u64 = bases
+                .iter()
+                .map(|base| file_bytes(&dir, segment_file_name(*base)).len() as u64)
+                .sum();
+            assert_eq!(size_bytes, on_disk_bytes);
             for (base, batches) in model_segments(&model, &bases) {
                 let expected = expected_offset_index(base, &batches, config.index_interval_bytes);
                 let on_disk = file_bytes(&dir, offset_index_file_name(base));

@@ -2,6 +2,8 @@
 //! not carry keep their defaults, so encode→decode must reproduce them exactly.
 #![allow(dead_code)]
 
+mod describe;
+
 use bytes::Bytes;
 use sluice_protocol::messages::{
     alter_configs as acf, api_versions, create_partitions as cp, create_topics as ct,
@@ -64,6 +66,15 @@ pub fn request(key: ApiKey, v: i16) -> RequestBody {
         ApiKey::ListGroups => RequestBody::ListGroups(list_groups_request(v)),
         ApiKey::DeleteGroups => RequestBody::DeleteGroups(delete_groups_request(v)),
         ApiKey::OffsetDelete => RequestBody::OffsetDelete(offset_delete_request(v)),
+        ApiKey::DescribeLogDirs => {
+            RequestBody::DescribeLogDirs(describe::describe_log_dirs_request(v))
+        }
+        ApiKey::DescribeProducers => {
+            RequestBody::DescribeProducers(describe::describe_producers_request(v))
+        }
+        ApiKey::DescribeTopicPartitions => {
+            RequestBody::DescribeTopicPartitions(describe::describe_topic_partitions_request(v))
+        }
         other => panic!("no sample for {other:?}"),
     }
 }
@@ -97,6 +108,15 @@ pub fn response(key: ApiKey, v: i16) -> ResponseBody {
         ApiKey::ListGroups => ResponseBody::ListGroups(list_groups_response(v)),
         ApiKey::DeleteGroups => ResponseBody::DeleteGroups(delete_groups_response(v)),
         ApiKey::OffsetDelete => ResponseBody::OffsetDelete(offset_delete_response(v)),
+        ApiKey::DescribeLogDirs => {
+            ResponseBody::DescribeLogDirs(describe::describe_log_dirs_response(v))
+        }
+        ApiKey::DescribeProducers => {
+            ResponseBody::DescribeProducers(describe::describe_producers_response(v))
+        }
+        ApiKey::DescribeTopicPartitions => {
+            ResponseBody::DescribeTopicPartitions(describe::describe_topic_partitions_response(v))
+        }
         other => panic!("no sample for {other:?}"),
     }
 }

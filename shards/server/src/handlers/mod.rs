@@ -11,6 +11,9 @@ pub mod delete_topics;
 pub mod describe_cluster;
 pub mod describe_configs;
 pub mod describe_groups;
+pub mod describe_log_dirs;
+pub mod describe_producers;
+pub mod describe_topic_partitions;
 pub mod fetch;
 pub mod find_coordinator;
 pub mod heartbeat;
@@ -89,6 +92,9 @@ pub const REGISTRY: &[HandlerEntry] = &[
     list_groups::ENTRY,
     delete_groups::ENTRY,
     offset_delete::ENTRY,
+    describe_log_dirs::ENTRY,
+    describe_producers::ENTRY,
+    describe_topic_partitions::ENTRY,
 ];
 
 /// The sentinel Kafka sends for "authorized operations not requested".
