@@ -59,6 +59,7 @@ impl MetadataState {
         let image = MetadataImage {
             local_node_id,
             controller_id: -1,
+            finalized_features: sluice_shard::default_finalized_features(),
             ..MetadataImage::default()
         };
         MetadataState {
@@ -192,6 +193,17 @@ impl MetadataState {
             }
             MetadataRecord::ProducerIds { next_producer_id } => {
                 self.next_producer_id = self.next_producer_id.max(next_producer_id);
+            }
+            MetadataRecord::FeatureLevel {
+                name,
+                feature_level,
+            } => {
+                // Level 0 is "off": Kafka drops the feature from the finalized set.
+                if feature_level == 0 {
+                    self.image.finalized_features.remove(&name);
+                } else {
+                    self.image.finalized_features.insert(name, feature_level);
+                }
             }
             MetadataRecord::RemoveTopic { topic_id } => {
                 touched.remove(&topic_id);

@@ -6,6 +6,7 @@ use crate::messages::{
     heartbeat, incremental_alter_configs, init_producer_id, join_group, leave_group, list_groups,
     list_offsets, metadata, offset_commit, offset_delete, offset_fetch, produce, sync_group,
 };
+use crate::messages::{describe_quorum, update_features};
 
 macro_rules! api_keys {
     ($($name:ident = $key:expr),* $(,)?) => {
@@ -279,6 +280,16 @@ pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
         offset_delete::MIN_VERSION,
         offset_delete::MAX_VERSION,
     ),
+    (
+        ApiKey::DescribeQuorum,
+        describe_quorum::MIN_VERSION,
+        describe_quorum::MAX_VERSION,
+    ),
+    (
+        ApiKey::UpdateFeatures,
+        update_features::MIN_VERSION,
+        update_features::MAX_VERSION,
+    ),
 ];
 
 /// The first flexible version of an implemented API, `None` for others.
@@ -309,6 +320,8 @@ pub fn flexible_min_version(api_key: i16) -> Option<i16> {
         ApiKey::ListGroups => Some(list_groups::FLEXIBLE_MIN_VERSION),
         ApiKey::DeleteGroups => Some(delete_groups::FLEXIBLE_MIN_VERSION),
         ApiKey::OffsetDelete => Some(offset_delete::FLEXIBLE_MIN_VERSION),
+        ApiKey::DescribeQuorum => Some(describe_quorum::FLEXIBLE_MIN_VERSION),
+        ApiKey::UpdateFeatures => Some(update_features::FLEXIBLE_MIN_VERSION),
         _ => None,
     }
 }

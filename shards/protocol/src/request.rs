@@ -19,6 +19,7 @@ use crate::messages::delete_topics::{DeleteTopicsRequest, DeleteTopicsResponse};
 use crate::messages::describe_cluster::{DescribeClusterRequest, DescribeClusterResponse};
 use crate::messages::describe_configs::{DescribeConfigsRequest, DescribeConfigsResponse};
 use crate::messages::describe_groups::{DescribeGroupsRequest, DescribeGroupsResponse};
+use crate::messages::describe_quorum::{DescribeQuorumRequest, DescribeQuorumResponse};
 use crate::messages::fetch::{FetchRequest, FetchResponse};
 use crate::messages::find_coordinator::{FindCoordinatorRequest, FindCoordinatorResponse};
 use crate::messages::heartbeat::{HeartbeatRequest, HeartbeatResponse};
@@ -36,6 +37,7 @@ use crate::messages::offset_delete::{OffsetDeleteRequest, OffsetDeleteResponse};
 use crate::messages::offset_fetch::{OffsetFetchRequest, OffsetFetchResponse};
 use crate::messages::produce::{ProduceRequest, ProduceResponse};
 use crate::messages::sync_group::{SyncGroupRequest, SyncGroupResponse};
+use crate::messages::update_features::{UpdateFeaturesRequest, UpdateFeaturesResponse};
 
 macro_rules! bodies {
     ($($variant:ident($req:ty, $resp:ty)),* $(,)?) => {
@@ -141,6 +143,8 @@ bodies! {
     ListGroups(ListGroupsRequest, ListGroupsResponse),
     DeleteGroups(DeleteGroupsRequest, DeleteGroupsResponse),
     OffsetDelete(OffsetDeleteRequest, OffsetDeleteResponse),
+    DescribeQuorum(DescribeQuorumRequest, DescribeQuorumResponse),
+    UpdateFeatures(UpdateFeaturesRequest, UpdateFeaturesResponse),
 }
 
 /// A request frame that could not be decoded. `header` is kept whenever it was

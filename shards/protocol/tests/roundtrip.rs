@@ -46,7 +46,8 @@ fn requests_round_trip_every_version() {
     // InitProducerId 0-5, DescribeConfigs 1-4, AlterConfigs 0-2, IncrementalAlterConfigs 0-1,
     // DeleteRecords 0-2; then the group APIs: OffsetCommit 2-9, OffsetFetch 1-9,
     // FindCoordinator 0-6, JoinGroup 0-9, Heartbeat 0-4, LeaveGroup 0-5, SyncGroup 0-5,
-    // DescribeGroups 0-6, ListGroups 0-5, DeleteGroups 0-2, OffsetDelete 0.
+    // DescribeGroups 0-6, ListGroups 0-5, DeleteGroups 0-2, OffsetDelete 0; DescribeQuorum 0-2,
+    // UpdateFeatures 0-2.
     assert_eq!(
         n,
         4 + 5
@@ -73,6 +74,8 @@ fn requests_round_trip_every_version() {
             + 6
             + 3
             + 1
+            + 3
+            + 3
     );
 }
 

@@ -29,7 +29,7 @@ pub async fn dispatch(ctx: &ShardContext, frame: Bytes, client_host: &str) -> Ou
     let version = header.api_version;
     let response = match request {
         RequestBody::ApiVersions(r) => {
-            ResponseBody::ApiVersions(handlers::api_versions::handle(version, &r))
+            ResponseBody::ApiVersions(handlers::api_versions::handle(ctx, version, &r))
         }
         RequestBody::Metadata(r) => {
             ResponseBody::Metadata(handlers::metadata::handle(ctx, version, r).await)
@@ -111,6 +111,12 @@ pub async fn dispatch(ctx: &ShardContext, frame: Bytes, client_host: &str) -> Ou
         }
         RequestBody::OffsetDelete(r) => {
             ResponseBody::OffsetDelete(handlers::offset_delete::handle(ctx, version, r).await)
+        }
+        RequestBody::DescribeQuorum(r) => {
+            ResponseBody::DescribeQuorum(handlers::describe_quorum::handle(ctx, version, &r).await)
+        }
+        RequestBody::UpdateFeatures(r) => {
+            ResponseBody::UpdateFeatures(handlers::update_features::handle(ctx, version, r).await)
         }
     };
     Outcome::Respond(encode_response_vectored(

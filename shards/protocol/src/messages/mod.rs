@@ -15,6 +15,7 @@ pub mod delete_topics;
 pub mod describe_cluster;
 pub mod describe_configs;
 pub mod describe_groups;
+pub mod describe_quorum;
 pub mod fetch;
 pub mod find_coordinator;
 pub mod heartbeat;
@@ -30,6 +31,7 @@ pub mod offset_delete;
 pub mod offset_fetch;
 pub mod produce;
 pub mod sync_group;
+pub mod update_features;
 
 use crate::error::{ProtocolError, Result};
 

@@ -11,6 +11,7 @@ pub mod delete_topics;
 pub mod describe_cluster;
 pub mod describe_configs;
 pub mod describe_groups;
+pub mod describe_quorum;
 pub mod fetch;
 pub mod find_coordinator;
 pub mod heartbeat;
@@ -27,6 +28,7 @@ pub mod offset_fetch;
 pub mod produce;
 pub mod sync_group;
 pub mod unsupported;
+pub mod update_features;
 
 /// Who sent a request, as group membership records it.
 #[derive(Clone, Debug, Default)]
@@ -89,6 +91,8 @@ pub const REGISTRY: &[HandlerEntry] = &[
     list_groups::ENTRY,
     delete_groups::ENTRY,
     offset_delete::ENTRY,
+    describe_quorum::ENTRY,
+    update_features::ENTRY,
 ];
 
 /// The sentinel Kafka sends for "authorized operations not requested".
