@@ -37,6 +37,8 @@ TOOLS = {
     "kafka-delete-records": "org.apache.kafka.tools.DeleteRecordsCommand",
     "kafka-broker-api-versions": "org.apache.kafka.tools.BrokerApiVersionsCommand",
     "kafka-cluster": "org.apache.kafka.tools.ClusterTool",
+    "kafka-features": "org.apache.kafka.tools.FeatureCommand",
+    "kafka-metadata-quorum": "org.apache.kafka.tools.MetadataQuorumCommand",
 }
 
 
