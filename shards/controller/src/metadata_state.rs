@@ -328,6 +328,35 @@ impl MetadataState {
 mod tests {
     use super::*;
 
+    #[test]
+    fn feature_level_records_set_and_remove_finalized_levels() {
+        let mut state = MetadataState::new(1, 1);
+        assert_eq!(
+            state.image.finalized_features,
+            sluice_shard::default_finalized_features()
+        );
+        let level = |name: &str, feature_level| MetadataRecord::FeatureLevel {
+            name: name.into(),
+            feature_level,
+        };
+        state.apply_entry(
+            1,
+            vec![level("group.version", 1), level("metadata.version", 7)],
+        );
+        assert_eq!(
+            state.image.finalized_features.get("group.version"),
+            Some(&1)
+        );
+        assert_eq!(
+            state.image.finalized_features.get("metadata.version"),
+            Some(&7)
+        );
+        // Level 0 is "off": gone from the finalized set, as Kafka replays it.
+        state.apply_entry(2, vec![level("group.version", 0)]);
+        assert_eq!(state.image.finalized_features.get("group.version"), None);
+        assert_eq!(state.image.offset, 2);
+    }
+
     fn register(id: i32, epoch: i64) -> MetadataRecord {
         MetadataRecord::RegisterBroker {
             broker_id: id,
