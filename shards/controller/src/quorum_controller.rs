@@ -1224,6 +1224,111 @@ mod tests {
     }
 
     #[test]
+    fn features_are_updated_through_the_log_and_the_quorum_is_described() {
+        use sluice_shard::{FeatureUpdate, UpgradeType};
+        let dir = std::env::temp_dir().join(format!(
+            "sluice-controller-features-{}-{}",
+            std::process::id(),
+            raft_driver::epoch_ms()
+        ));
+        let settings = ControllerSettings {
+            node_id: 1,
+            voters: vec![(1, None)],
+            endpoints: Vec::new(),
+            metadata_dir: dir.clone(),
+            tick: Duration::from_millis(10),
+            election_timeout: Duration::from_millis(200),
+            broker_session_timeout: Duration::from_secs(9),
+            delete_topic_enable: true,
+            partitions_max: 1000,
+        };
+        glommio::LocalExecutorBuilder::default()
+            .spawn(move || async move {
+                let controller = QuorumController::start(settings).expect("controller starts");
+                let started = Instant::now();
+                while controller.state.borrow().image.cluster_id.is_empty() {
+                    assert!(started.elapsed() < Duration::from_secs(10), "no cluster id");
+                    glommio::timer::sleep(Duration::from_millis(5)).await;
+                }
+                let update = |name: &str, level, upgrade_type| FeatureUpdate {
+                    name: name.into(),
+                    level,
+                    upgrade_type,
+                };
+                let ask = |updates, validate_only| {
+                    controller.serve_request(ControllerRequest::UpdateFeatures {
+                        updates,
+                        validate_only,
+                    })
+                };
+                // One refusal fails the whole request, nothing is written.
+                let applied = controller.applied.value();
+                let answer = ask(
+                    vec![
+                        update("metadata.version", 7, UpgradeType::Upgrade),
+                        update("group.version", 1, UpgradeType::Upgrade),
+                    ],
+                    false,
+                )
+                .await;
+                let Some(ControllerResponse::UpdateFeatures {
+                    result: Err(MetadataError::InvalidUpdateVersion(message)),
+                    ..
+                }) = answer
+                else {
+                    panic!("not refused: {answer:?}");
+                };
+                assert!(
+                    message.starts_with("The update failed for all features since the following feature had an error: Invalid update version 1 for feature group.version."),
+                    "{message}"
+                );
+                assert_eq!(controller.applied.value(), applied);
+                // Validate-only writes nothing either.
+                let answer = ask(vec![update("metadata.version", 7, UpgradeType::Upgrade)], true).await;
+                assert!(matches!(
+                    answer,
+                    Some(ControllerResponse::UpdateFeatures { result: Ok(()), metadata_offset: 0 })
+                ));
+                assert_eq!(controller.applied.value(), applied);
+                // A legal change is a FeatureLevel record in the log.
+                let answer = ask(vec![update("metadata.version", 7, UpgradeType::Upgrade)], false).await;
+                let Some(ControllerResponse::UpdateFeatures {
+                    result: Ok(()),
+                    metadata_offset,
+                }) = answer
+                else {
+                    panic!("not applied: {answer:?}");
+                };
+                assert_eq!(metadata_offset, applied + 1);
+                let entry = controller.entries.borrow()[metadata_offset as usize - 1].clone();
+                assert_eq!(
+                    decode_entry(&entry.data).expect("entry"),
+                    vec![MetadataRecord::FeatureLevel {
+                        name: "metadata.version".into(),
+                        feature_level: 7
+                    }]
+                );
+                // The lone voter leads: its term, its commit index, itself caught up now.
+                let Some(ControllerResponse::DescribeQuorum { result: Ok(info) }) =
+                    controller.serve_request(ControllerRequest::DescribeQuorum).await
+                else {
+                    panic!("no quorum description");
+                };
+                assert_eq!(info.leader_id, 1);
+                assert!(info.leader_epoch >= 1);
+                assert_eq!(info.high_watermark, metadata_offset as i64);
+                assert_eq!(info.voters.len(), 1);
+                assert_eq!(info.voters[0].log_end_offset, metadata_offset as i64);
+                assert!(info.voters[0].last_caught_up_ms > 0);
+                assert!(info.observers.is_empty());
+            })
+            .expect("executor")
+            .join()
+            .expect("the test ran");
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
+    #[test]
     fn a_broker_that_leads_nothing_loses_nothing() {
         let (state, _) = state_with_topic();
         assert!(leadership_lost(&state, 6).is_empty());
