@@ -789,7 +789,7 @@ macro_rules! wire_integer {
     )*};
 }
 
-wire_integer!(u8, i16, i32, u32, i64, u64);
+wire_integer!(u8, i16, u16, i32, u32, i64, u64);
 
 /// A `u8` tag, refused past `count` values.
 fn get_tag(input: &mut Reader<'_>, what: &'static str, count: u8) -> Result<u8, RpcError> {
@@ -1013,13 +1013,13 @@ impl Wire for QuorumReplica {
 }
 
 impl Wire for QuorumEndpoint {
-    const MIN_BYTES: usize = 4 + 2 * String::MIN_BYTES + 4;
+    const MIN_BYTES: usize = 4 + 2 * String::MIN_BYTES + 2;
 
     fn put(&self, out: &mut Vec<u8>) {
         self.node_id.put(out);
         self.listener.put(out);
         self.host.put(out);
-        u32::from(self.port).put(out);
+        self.port.put(out);
     }
 
     fn get(input: &mut Reader<'_>) -> Result<Self, RpcError> {
@@ -1027,10 +1027,7 @@ impl Wire for QuorumEndpoint {
             node_id: input.get()?,
             listener: input.get()?,
             host: input.get()?,
-            port: u16::try_from(u32::get(input)?).map_err(|_| RpcError::UnknownTag {
-                what: "port",
-                tag: u8::MAX,
-            })?,
+            port: input.get()?,
         })
     }
 }
