@@ -97,6 +97,8 @@ struct ObserverState {
     log_end_offset: i64,
     last_fetch_ms: i64,
     last_caught_up_ms: i64,
+    /// This controller's applied index at the last fetch.
+    applied_at_last_fetch: i64,
 }
 
 impl QuorumController {
@@ -412,18 +414,24 @@ impl QuorumController {
             return;
         }
         let now = raft_driver::epoch_ms() as i64;
-        let caught_up = log_end_offset >= self.state.borrow().applied_index as i64;
+        let applied = self.state.borrow().applied_index as i64;
         let mut observers = self.observers.borrow_mut();
         let observer = observers.entry(broker_id).or_insert(ObserverState {
             log_end_offset,
-            last_fetch_ms: now,
+            last_fetch_ms: -1,
             last_caught_up_ms: -1,
+            applied_at_last_fetch: i64::MAX,
         });
+        // Caught up now if it holds everything; else caught up as of its previous fetch if it
+        // holds what this controller had then (KRaft's rule, as for voters in raft_driver).
+        if log_end_offset >= applied {
+            observer.last_caught_up_ms = now;
+        } else if log_end_offset >= observer.applied_at_last_fetch {
+            observer.last_caught_up_ms = observer.last_caught_up_ms.max(observer.last_fetch_ms);
+        }
         observer.log_end_offset = observer.log_end_offset.max(log_end_offset);
         observer.last_fetch_ms = now;
-        if caught_up {
-            observer.last_caught_up_ms = now;
-        }
+        observer.applied_at_last_fetch = applied;
     }
 
     /// DescribeQuorum (KRaft's `KafkaRaftClient.handleDescribeQuorumRequest`): only the leader

@@ -265,9 +265,20 @@ struct Driver {
     leader: u64,
     /// Every voter's Raft id.
     voter_ids: Vec<u64>,
-    /// While leading: per voter, when it was last heard from and last caught up (wall-clock
-    /// ms), for DescribeQuorum's LastFetchTimestamp and LastCaughtUpTimestamp.
-    voters_heard: BTreeMap<u64, (i64, i64)>,
+    /// While leading: per voter, what DescribeQuorum's LastFetchTimestamp and
+    /// LastCaughtUpTimestamp report.
+    voters_heard: BTreeMap<u64, VoterHeard>,
+}
+
+/// When a leader last heard from a voter, and when the voter was last caught up.
+#[derive(Clone, Copy, Debug)]
+struct VoterHeard {
+    /// Wall-clock ms of the last message from it.
+    last_heard_ms: i64,
+    /// The leader's last index at that moment.
+    leader_index_last: u64,
+    /// Wall-clock ms at which it held everything the leader had; -1 if never.
+    last_caught_up_ms: i64,
 }
 
 impl Driver {
@@ -305,8 +316,11 @@ impl Driver {
         result
     }
 
-    /// A leader heard from voter `from`: it fetched (in KRaft's words); if it now holds every
-    /// entry the leader has, it is caught up as of now.
+    /// A leader heard from voter `from`: it fetched, in KRaft's words. As KRaft's
+    /// `LeaderState.updateReplicaState` reckons it, a voter that now holds what the leader had
+    /// when it last heard from it was caught up at that earlier time; one that holds everything
+    /// the leader has now is caught up now. (Judging only by "everything now" would call a voter
+    /// that keeps up with a steady stream of writes never caught up.)
     fn note_heard(&mut self, from: u64) {
         let now = epoch_ms() as i64;
         let index_last = self.node.index_last();
@@ -316,11 +330,20 @@ impl Driver {
             .into_iter()
             .find(|(id, _)| *id == from)
             .map(|(_, matched)| matched);
-        let heard = self.voters_heard.entry(from).or_insert((-1, -1));
-        heard.0 = now;
-        if matched.is_some_and(|m| m >= index_last) {
-            heard.1 = now;
+        let heard = self.voters_heard.entry(from).or_insert(VoterHeard {
+            last_heard_ms: -1,
+            leader_index_last: u64::MAX,
+            last_caught_up_ms: -1,
+        });
+        if let Some(matched) = matched {
+            if matched >= index_last {
+                heard.last_caught_up_ms = now;
+            } else if matched >= heard.leader_index_last {
+                heard.last_caught_up_ms = heard.last_caught_up_ms.max(heard.last_heard_ms);
+            }
         }
+        heard.last_heard_ms = now;
+        heard.leader_index_last = index_last;
     }
 
     fn status(&self) -> QuorumStatus {
@@ -336,7 +359,9 @@ impl Driver {
                     // The leader is always caught up with itself (Kafka reports now).
                     (now, now)
                 } else {
-                    self.voters_heard.get(&id).copied().unwrap_or((-1, -1))
+                    self.voters_heard
+                        .get(&id)
+                        .map_or((-1, -1), |h| (h.last_heard_ms, h.last_caught_up_ms))
                 };
                 VoterStatus {
                     node_id: node_id(id),
