@@ -16,7 +16,8 @@ started with config/cluster/start from the config/cluster/*.toml files (cluster.
 4. confluent-kafka's AdminClient lists topics and describes the cluster and a topic through it.
    `kafka-metadata-quorum describe --status / --replication` through a broker shows the active
    controller as leader with its term as epoch, voters 1-3 with their controller endpoints and
-   recent fetches, brokers 4-6 as observers.
+   recent fetches, brokers 4-6 as observers; after the kills of 2., the new active controller
+   with the term it won.
 5. kill -9 of all three controllers: SIGTERM still stops a broker gracefully within 10 s.
 
 Sluice only (SLUICE_TARGET=kafka skips it). The cluster's ports are fixed by the files (19093-19095,
@@ -396,6 +397,29 @@ def test_killing_the_active_controller(cluster, tmp_path):
     print(f"controller logs: terms {sorted(leaders)}, leaders "
           f"{', '.join(f'{t}:{sorted(n)}' for t, n in sorted(leaders.items()))}")
     assert not problems, "\n".join(problems)
+
+
+def test_metadata_quorum_follows_the_new_leader(cluster, tmp_path):
+    """After the kills: DescribeQuorum answers from the controller that is active now, with the
+    term it won as epoch, and every voter that runs is heard from again."""
+    active = cluster.active_controller()
+    assert active.term > 1, active
+
+    def status():
+        out = kafka_cli.run("kafka-metadata-quorum", "--bootstrap-server", cluster.bootstrap, "describe",
+                            "--replication", logdir=tmp_path).stdout
+        rows = [ln.split("\t") for ln in out.splitlines()[1:] if ln.strip()]
+        leaders = [int(r[0]) for r in rows if r[6].strip() == "Leader"]
+        now_ms = time.time() * 1000
+        fresh = all(now_ms - int(r[4]) < 10_000 for r in rows if r[6].strip() == "Follower")
+        return leaders == [cluster.active_controller().node_id] and fresh and rows
+    rows, _ = _eventually(status, "describe --replication led by the active controller, followers heard from", 30)
+    fields = {k.strip(): v.strip() for k, v in (ln.split(":", 1) for ln in kafka_cli.run(
+        "kafka-metadata-quorum", "--bootstrap-server", cluster.bootstrap, "describe", "--status",
+        logdir=tmp_path).stdout.splitlines() if ":" in ln)}
+    active = cluster.active_controller()
+    assert int(fields["LeaderId"]) == active.node_id and int(fields["LeaderEpoch"]) == active.term, (fields, active)
+    print(f"\nafter the kills: leader {fields['LeaderId']} epoch {fields['LeaderEpoch']} hw {fields['HighWatermark']}")
 
 
 # ------------------------------------------------------------------------------------------ 3
