@@ -367,9 +367,22 @@ fn controller_settings(config: &BrokerConfig) -> ControllerSettings {
         })
         .collect();
     let metadata_root = config.effective_metadata_log_dir();
+    // What DescribeQuorum v2 lists as each voter's endpoint: the first controller listener
+    // name at the voter's host and port. A lone local voter has none.
+    let listener_name = config.controller_listener_names.first().cloned();
+    let endpoints = match listener_name {
+        Some(name) => config
+            .voters()
+            .iter()
+            .filter(|v| v.port != 0)
+            .map(|v| (v.id, name.clone(), v.host.clone(), v.port))
+            .collect(),
+        None => Vec::new(),
+    };
     ControllerSettings {
         node_id: config.node_id,
         voters,
+        endpoints,
         metadata_dir: metadata_root.join("__cluster_metadata-0"),
         tick: RAFT_TICK,
         election_timeout: Duration::from_millis(config.controller_quorum_election_timeout_ms),

@@ -113,6 +113,7 @@ fn valid_frames() -> Vec<Vec<u8>> {
     bodies.push((0, vec![3, 9, 11], produce_body()));
     bodies.extend(config_and_producer_bodies());
     bodies.extend(describe_bodies());
+    bodies.extend(quorum_bodies());
     let mut frames = Vec::new();
     for (api_key, versions, body) in &bodies {
         for version in versions {
@@ -404,4 +405,38 @@ fn hostile_frames_never_crash_the_broker() {
     assert_eq!((error, high_watermark), (0, 10));
     assert_eq!(&records[8..b.len()], &b[8..]);
     let _: Bytes = records;
+}
+
+/// DescribeQuorum and UpdateFeatures, forwarded to the controller: a mutant reaches the
+/// controller's checks (validate-only, an update it must refuse, or a legal same-level one).
+fn quorum_bodies() -> Vec<(i16, Vec<i16>, RequestBody)> {
+    use sluice_protocol::messages::describe_quorum::{
+        DescribeQuorumRequest, DescribeQuorumTopicRequest, METADATA_TOPIC_NAME,
+    };
+    use sluice_protocol::messages::update_features::{FeatureUpdateKey, UpdateFeaturesRequest};
+    vec![
+        (
+            55,
+            vec![0, 1, 2],
+            RequestBody::DescribeQuorum(DescribeQuorumRequest {
+                topics: vec![DescribeQuorumTopicRequest {
+                    topic_name: METADATA_TOPIC_NAME.into(),
+                    partitions: vec![0],
+                }],
+            }),
+        ),
+        (
+            57,
+            vec![0, 1, 2],
+            RequestBody::UpdateFeatures(UpdateFeaturesRequest {
+                timeout_ms: 1000,
+                feature_updates: vec![FeatureUpdateKey {
+                    feature: "metadata.version".into(),
+                    max_version_level: 7,
+                    ..FeatureUpdateKey::default()
+                }],
+                validate_only: true,
+            }),
+        ),
+    ]
 }

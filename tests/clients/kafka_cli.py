@@ -39,6 +39,8 @@ TOOLS = {
     "kafka-cluster": "org.apache.kafka.tools.ClusterTool",
     "kafka-log-dirs": "org.apache.kafka.tools.LogDirsCommand",
     "kafka-transactions": "org.apache.kafka.tools.TransactionsCommand",
+    "kafka-features": "org.apache.kafka.tools.FeatureCommand",
+    "kafka-metadata-quorum": "org.apache.kafka.tools.MetadataQuorumCommand",
 }
 
 

@@ -14,6 +14,10 @@ started with config/cluster/start from the config/cluster/*.toml files (cluster.
 3. kill -9 of a broker: it leaves Metadata (fenced) within broker.session.timeout.ms + 5 s, comes
    back after a restart and leads its partitions again; produce/consume on one of them works.
 4. confluent-kafka's AdminClient lists topics and describes the cluster and a topic through it.
+   `kafka-metadata-quorum describe --status / --replication` through a broker shows the active
+   controller as leader with its term as epoch, voters 1-3 with their controller endpoints and
+   recent fetches, brokers 4-6 as observers; after the kills of 2., the new active controller
+   with the term it won.
 5. kill -9 of all three controllers: SIGTERM still stops a broker gracefully within 10 s.
 
 Sluice only (SLUICE_TARGET=kafka skips it). The cluster's ports are fixed by the files (19093-19095,
@@ -29,11 +33,15 @@ import threading
 import time
 from collections import Counter, defaultdict
 
+import json
+import re
+
 import pytest
 from kafka.admin import KafkaAdminClient, NewTopic
 from kafka.errors import TopicAlreadyExistsError
 
 import harness
+import kafka_cli
 from cluster import BROKERS, CONTROLLERS, READY, Cluster, alive, broker_ids, partition_leaders, setting, topic_names
 
 # About 25 s (most of it the broker session timeout in test 3), so not marked slow.
@@ -227,6 +235,51 @@ class TopicCreator(threading.Thread):
         self._reset()
 
 
+def test_metadata_quorum_describe(cluster, tmp_path):
+    """kafka-metadata-quorum through a broker (DescribeQuorum forwarded to the active controller):
+    the leader and epoch the controllers logged, the three voters with their CONTROLLER endpoints,
+    each heard from within the last seconds, and the three brokers as observers."""
+    kafka_cli.ensure_tools_libs()
+    active = cluster.active_controller()
+    voter_ids = sorted(cluster.node_ids[n] for n in CONTROLLERS)
+
+    def status():
+        out = kafka_cli.run("kafka-metadata-quorum", "--bootstrap-server", cluster.bootstrap, "describe",
+                            "--status", logdir=tmp_path).stdout
+        fields = {k.strip(): v.strip() for k, v in (ln.split(":", 1) for ln in out.splitlines() if ":" in ln)}
+        observers = sorted(o["id"] for o in json.loads(fields["CurrentObservers"]))
+        # Observers appear once each broker has fetched or heartbeated to this leader.
+        assert observers == BROKER_IDS, fields
+        return fields
+    fields, _ = _eventually(status, "three observers in describe --status", 30)
+    assert int(fields["LeaderId"]) == active.node_id, (fields, active)
+    assert int(fields["LeaderEpoch"]) == active.term >= 1, (fields, active)
+    assert int(fields["HighWatermark"]) >= 1, fields
+    voters = json.loads(fields["CurrentVoters"])
+    assert sorted(v["id"] for v in voters) == voter_ids, voters
+    for v in voters:
+        port = cluster.ports[cluster.names_by_id[v["id"]]]
+        assert v["endpoints"] == [f"CONTROLLER://127.0.0.1:{port}"], v
+    out = kafka_cli.run("kafka-metadata-quorum", "--bootstrap-server", cluster.bootstrap, "describe",
+                        "--replication", logdir=tmp_path).stdout
+    rows = [dict(zip(["NodeId", "DirectoryId", "LogEndOffset", "Lag", "LastFetchTimestamp",
+                      "LastCaughtUpTimestamp", "Status"], (c.strip() for c in ln.split("\t"))))
+            for ln in out.splitlines()[1:] if ln.strip()]
+    by_status = {st: sorted(int(r["NodeId"]) for r in rows if r["Status"] == st)
+                 for st in ("Leader", "Follower", "Observer")}
+    assert by_status == {"Leader": [active.node_id], "Follower": sorted(set(voter_ids) - {active.node_id}),
+                         "Observer": BROKER_IDS}, rows
+    now_ms = time.time() * 1000
+    for r in rows:
+        # Followers answer the leader's heartbeats every few ticks; brokers fetch the log in
+        # long polls of 500 ms and heartbeat every 2 s.
+        assert now_ms - int(r["LastFetchTimestamp"]) < 10_000, r
+        assert int(r["LastCaughtUpTimestamp"]) > 0 and int(r["LogEndOffset"]) >= 1, r
+    print(f"\nkafka-metadata-quorum: leader {fields['LeaderId']} epoch {fields['LeaderEpoch']} hw "
+          f"{fields['HighWatermark']}; " + "; ".join(f"{r['NodeId']} {r['Status']} leo {r['LogEndOffset']} lag "
+                                                   f"{r['Lag']}" for r in rows))
+
+
 def test_killing_the_active_controller(cluster, tmp_path):
     ctl_since = {c: cluster.log_size(c) for c in CONTROLLERS}
     creator = TopicCreator(cluster.bootstrap)
@@ -344,6 +397,29 @@ def test_killing_the_active_controller(cluster, tmp_path):
     print(f"controller logs: terms {sorted(leaders)}, leaders "
           f"{', '.join(f'{t}:{sorted(n)}' for t, n in sorted(leaders.items()))}")
     assert not problems, "\n".join(problems)
+
+
+def test_metadata_quorum_follows_the_new_leader(cluster, tmp_path):
+    """After the kills: DescribeQuorum answers from the controller that is active now, with the
+    term it won as epoch, and every voter that runs is heard from again."""
+    active = cluster.active_controller()
+    assert active.term > 1, active
+
+    def status():
+        out = kafka_cli.run("kafka-metadata-quorum", "--bootstrap-server", cluster.bootstrap, "describe",
+                            "--replication", logdir=tmp_path).stdout
+        rows = [ln.split("\t") for ln in out.splitlines()[1:] if ln.strip()]
+        leaders = [int(r[0]) for r in rows if r[6].strip() == "Leader"]
+        now_ms = time.time() * 1000
+        fresh = all(now_ms - int(r[4]) < 10_000 for r in rows if r[6].strip() == "Follower")
+        return leaders == [cluster.active_controller().node_id] and fresh and rows
+    rows, _ = _eventually(status, "describe --replication led by the active controller, followers heard from", 30)
+    fields = {k.strip(): v.strip() for k, v in (ln.split(":", 1) for ln in kafka_cli.run(
+        "kafka-metadata-quorum", "--bootstrap-server", cluster.bootstrap, "describe", "--status",
+        logdir=tmp_path).stdout.splitlines() if ":" in ln)}
+    active = cluster.active_controller()
+    assert int(fields["LeaderId"]) == active.node_id and int(fields["LeaderEpoch"]) == active.term, (fields, active)
+    print(f"\nafter the kills: leader {fields['LeaderId']} epoch {fields['LeaderEpoch']} hw {fields['HighWatermark']}")
 
 
 # ------------------------------------------------------------------------------------------ 3

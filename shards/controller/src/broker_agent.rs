@@ -282,6 +282,36 @@ impl BrokerAgent {
                 };
                 let _ = work.reply.send(result);
             }
+            ShardMessage::DescribeQuorum(work) => {
+                let result = match self.forward(&ControllerRequest::DescribeQuorum).await {
+                    Ok(ControllerResponse::DescribeQuorum { result }) => result,
+                    Ok(_) => Err(MetadataError::ControllerNotAvailable),
+                    Err(error) => Err(error),
+                };
+                let _ = work.reply.send(result);
+            }
+            ShardMessage::UpdateFeatures(work) => {
+                let request = ControllerRequest::UpdateFeatures {
+                    updates: work.updates,
+                    validate_only: work.validate_only,
+                };
+                let result = match self.forward(&request).await {
+                    Ok(ControllerResponse::UpdateFeatures {
+                        result,
+                        metadata_offset,
+                    }) => {
+                        // Answer once this broker's image shows the new levels, as Kafka's
+                        // describe right after an upgrade does.
+                        if result.is_ok() && metadata_offset > 0 {
+                            self.wait_applied(metadata_offset).await;
+                        }
+                        result
+                    }
+                    Ok(_) => Err(MetadataError::ControllerNotAvailable),
+                    Err(error) => Err(error),
+                };
+                let _ = work.reply.send(result);
+            }
             other => error!(
                 kind = other.kind(),
                 "data-shard message sent to the controller executor; dropped"

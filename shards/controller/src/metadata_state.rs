@@ -59,6 +59,7 @@ impl MetadataState {
         let image = MetadataImage {
             local_node_id,
             controller_id: -1,
+            finalized_features: sluice_shard::default_finalized_features(),
             ..MetadataImage::default()
         };
         MetadataState {
@@ -193,6 +194,17 @@ impl MetadataState {
             MetadataRecord::ProducerIds { next_producer_id } => {
                 self.next_producer_id = self.next_producer_id.max(next_producer_id);
             }
+            MetadataRecord::FeatureLevel {
+                name,
+                feature_level,
+            } => {
+                // Level 0 is "off": Kafka drops the feature from the finalized set.
+                if feature_level == 0 {
+                    self.image.finalized_features.remove(&name);
+                } else {
+                    self.image.finalized_features.insert(name, feature_level);
+                }
+            }
             MetadataRecord::RemoveTopic { topic_id } => {
                 touched.remove(&topic_id);
                 if let Some(name) = self.image.topic_names.get(&topic_id).cloned() {
@@ -315,6 +327,35 @@ impl MetadataState {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn feature_level_records_set_and_remove_finalized_levels() {
+        let mut state = MetadataState::new(1, 1);
+        assert_eq!(
+            state.image.finalized_features,
+            sluice_shard::default_finalized_features()
+        );
+        let level = |name: &str, feature_level| MetadataRecord::FeatureLevel {
+            name: name.into(),
+            feature_level,
+        };
+        state.apply_entry(
+            1,
+            vec![level("group.version", 1), level("metadata.version", 7)],
+        );
+        assert_eq!(
+            state.image.finalized_features.get("group.version"),
+            Some(&1)
+        );
+        assert_eq!(
+            state.image.finalized_features.get("metadata.version"),
+            Some(&7)
+        );
+        // Level 0 is "off": gone from the finalized set, as Kafka replays it.
+        state.apply_entry(2, vec![level("group.version", 0)]);
+        assert_eq!(state.image.finalized_features.get("group.version"), None);
+        assert_eq!(state.image.offset, 2);
+    }
 
     fn register(id: i32, epoch: i64) -> MetadataRecord {
         MetadataRecord::RegisterBroker {

@@ -50,6 +50,9 @@ pub struct ControllerSettings {
     pub node_id: i32,
     /// `controller.quorum.voters`: node id and address (None for a single local voter).
     pub voters: Vec<(i32, Option<std::net::SocketAddr>)>,
+    /// Each voter's controller endpoint as DescribeQuorum lists it: node id, listener name,
+    /// host, port (empty for a single local voter without a controller listener).
+    pub endpoints: Vec<(i32, String, String, u16)>,
     /// Directory of the quorum log (`metadata.log.dir` or `log.dirs`, plus
     /// `__cluster_metadata-0`).
     pub metadata_dir: PathBuf,
@@ -81,7 +84,21 @@ pub struct QuorumController {
     leader_term: Cell<u64>,
     active: Cell<bool>,
     sessions: RefCell<BTreeMap<i32, Instant>>,
+    /// Brokers following the log (KRaft's observers), as this controller saw them while active:
+    /// per broker id, its log end offset, when it last fetched or heartbeated and when it was
+    /// last caught up (wall-clock ms).
+    observers: RefCell<BTreeMap<i32, ObserverState>>,
     writes: Semaphore,
+}
+
+/// An observer of the metadata log, as DescribeQuorum reports it.
+#[derive(Clone, Copy, Debug)]
+struct ObserverState {
+    log_end_offset: i64,
+    last_fetch_ms: i64,
+    last_caught_up_ms: i64,
+    /// This controller's applied index at the last fetch.
+    applied_at_last_fetch: i64,
 }
 
 impl QuorumController {
@@ -97,6 +114,7 @@ impl QuorumController {
             leader_term: Cell::new(0),
             active: Cell::new(false),
             sessions: RefCell::new(BTreeMap::new()),
+            observers: RefCell::new(BTreeMap::new()),
             writes: Semaphore::new(1),
         });
         let driver = DriverSettings {
@@ -146,14 +164,18 @@ impl QuorumController {
                 None
             }
             ControllerRequest::FetchMetadata {
+                broker_id,
                 offset_after,
                 max_wait_ms,
                 bytes_max,
-                ..
-            } => Some(
-                self.fetch_metadata(offset_after, max_wait_ms, bytes_max)
-                    .await,
-            ),
+            } => {
+                self.note_observer(broker_id, offset_after as i64);
+                Some(
+                    self.fetch_metadata(offset_after, max_wait_ms, bytes_max)
+                        .await,
+                )
+            }
+            ControllerRequest::DescribeQuorum => Some(self.describe_quorum().await),
             other => Some(self.write(other).await),
         }
     }
@@ -238,7 +260,19 @@ impl QuorumController {
                     metadata_offset,
                 }
             }
-            ControllerRequest::Raft { .. } | ControllerRequest::FetchMetadata { .. } => {
+            ControllerRequest::UpdateFeatures {
+                updates,
+                validate_only,
+            } => {
+                let (result, metadata_offset) = self.update_features(updates, validate_only).await;
+                ControllerResponse::UpdateFeatures {
+                    result,
+                    metadata_offset,
+                }
+            }
+            ControllerRequest::Raft { .. }
+            | ControllerRequest::FetchMetadata { .. }
+            | ControllerRequest::DescribeQuorum => {
                 unreachable!("reads are served by serve_request()")
             }
         }
@@ -350,6 +384,7 @@ impl QuorumController {
             (records, is_caught_up)
         };
         self.renew_session(broker_id);
+        self.note_observer(broker_id, current_metadata_offset);
         let changed = !records.is_empty();
         self.commit(records).await?;
         let is_fenced = self
@@ -369,6 +404,139 @@ impl QuorumController {
             is_fenced,
             should_shut_down: false,
         })
+    }
+
+    /// A broker fetched the log, or told its offset in a heartbeat: as an observer of the
+    /// quorum, it holds the log up to `log_end_offset`. Voters are not observers (a combined
+    /// node's broker follows its own voter).
+    fn note_observer(&self, broker_id: i32, log_end_offset: i64) {
+        if !self.active.get() || self.settings.voters.iter().any(|(id, _)| *id == broker_id) {
+            return;
+        }
+        let now = raft_driver::epoch_ms() as i64;
+        let applied = self.state.borrow().applied_index as i64;
+        let mut observers = self.observers.borrow_mut();
+        let observer = observers.entry(broker_id).or_insert(ObserverState {
+            log_end_offset,
+            last_fetch_ms: -1,
+            last_caught_up_ms: -1,
+            applied_at_last_fetch: i64::MAX,
+        });
+        // Caught up now if it holds everything; else caught up as of its previous fetch if it
+        // holds what this controller had then (KRaft's rule, as for voters in raft_driver).
+        if log_end_offset >= applied {
+            observer.last_caught_up_ms = now;
+        } else if log_end_offset >= observer.applied_at_last_fetch {
+            observer.last_caught_up_ms = observer.last_caught_up_ms.max(observer.last_fetch_ms);
+        }
+        observer.log_end_offset = observer.log_end_offset.max(log_end_offset);
+        observer.last_fetch_ms = now;
+        observer.applied_at_last_fetch = applied;
+    }
+
+    /// DescribeQuorum (KRaft's `KafkaRaftClient.handleDescribeQuorumRequest`): only the leader
+    /// answers, from its Raft progress. Offsets are Raft indexes: an entry's index is the
+    /// offset after it, so the commit index is the high watermark and a replica's matched
+    /// index its log end offset.
+    async fn describe_quorum(&self) -> ControllerResponse {
+        if !self.active.get() {
+            return self.not_controller();
+        }
+        let Some(raft) = self.raft() else {
+            return self.not_controller();
+        };
+        let Some(status) = raft.status().await else {
+            return ControllerResponse::DescribeQuorum {
+                result: Err(MetadataError::ControllerNotAvailable),
+            };
+        };
+        if status.leader_id != self.settings.node_id {
+            return self.not_controller();
+        }
+        let voters = status
+            .voters
+            .iter()
+            .map(|v| sluice_shard::QuorumReplica {
+                node_id: v.node_id,
+                log_end_offset: v.matched.map_or(-1, |m| m as i64),
+                last_fetch_ms: v.last_heard_ms,
+                last_caught_up_ms: v.last_caught_up_ms,
+            })
+            .collect();
+        let observers = self
+            .observers
+            .borrow()
+            .iter()
+            .map(|(id, o)| sluice_shard::QuorumReplica {
+                node_id: *id,
+                log_end_offset: o.log_end_offset,
+                last_fetch_ms: o.last_fetch_ms,
+                last_caught_up_ms: o.last_caught_up_ms,
+            })
+            .collect();
+        let endpoints = self
+            .settings
+            .endpoints
+            .iter()
+            .map(
+                |(node_id, listener, host, port)| sluice_shard::QuorumEndpoint {
+                    node_id: *node_id,
+                    listener: listener.clone(),
+                    host: host.clone(),
+                    port: *port,
+                },
+            )
+            .collect();
+        ControllerResponse::DescribeQuorum {
+            result: Ok(sluice_shard::QuorumInfo {
+                leader_id: status.leader_id,
+                leader_epoch: i32::try_from(status.term).unwrap_or(i32::MAX),
+                high_watermark: status.commit_index as i64,
+                voters,
+                observers,
+                endpoints,
+            }),
+        }
+    }
+
+    /// UpdateFeatures (KRaft's `FeatureControlManager.updateFeatures`): every change is checked
+    /// first; one refusal fails the whole request and writes nothing. Otherwise one
+    /// FeatureLevel record per change is committed as one entry (none when validating only).
+    async fn update_features(
+        &self,
+        updates: Vec<sluice_shard::FeatureUpdate>,
+        validate_only: bool,
+    ) -> (Result<(), MetadataError>, u64) {
+        let records = {
+            let state = self.state.borrow();
+            let mut records = Vec::with_capacity(updates.len());
+            for update in &updates {
+                if let Err(reason) = sluice_shard::check_feature_update(
+                    self.settings.node_id,
+                    &state.image.finalized_features,
+                    update,
+                ) {
+                    warn!(%reason, "feature update refused");
+                    let message = sluice_shard::update_failed_message(&reason);
+                    return (Err(MetadataError::InvalidUpdateVersion(message)), 0);
+                }
+                records.push(MetadataRecord::FeatureLevel {
+                    name: update.name.clone(),
+                    feature_level: update.level,
+                });
+            }
+            records
+        };
+        if validate_only {
+            return (Ok(()), 0);
+        }
+        match self.commit(records).await {
+            Ok(index) => {
+                info!(?updates, "finalized feature levels updated");
+                (Ok(()), index)
+            }
+            Err(error) => (Err(error), 0),
+        }
     }
 
     fn renew_session(&self, broker_id: i32) {
@@ -680,6 +848,7 @@ impl QuorumController {
     /// Called once this node is the active controller.
     fn activate(self: &Rc<Self>) {
         self.active.set(true);
+        self.observers.borrow_mut().clear();
         let now = Instant::now();
         let timeout = self.settings.broker_session_timeout;
         let live: Vec<i32> = self
@@ -1012,6 +1181,7 @@ mod tests {
         let settings = ControllerSettings {
             node_id: 1,
             voters: vec![(1, None)],
+            endpoints: Vec::new(),
             metadata_dir: dir.clone(),
             tick: Duration::from_millis(10),
             election_timeout: Duration::from_millis(200),
@@ -1054,6 +1224,111 @@ mod tests {
                     panic!("not a FetchMetadata answer");
                 };
                 assert_eq!(entries.len(), 1);
+            })
+            .expect("executor")
+            .join()
+            .expect("the test ran");
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
+    #[test]
+    fn features_are_updated_through_the_log_and_the_quorum_is_described() {
+        use sluice_shard::{FeatureUpdate, UpgradeType};
+        let dir = std::env::temp_dir().join(format!(
+            "sluice-controller-features-{}-{}",
+            std::process::id(),
+            raft_driver::epoch_ms()
+        ));
+        let settings = ControllerSettings {
+            node_id: 1,
+            voters: vec![(1, None)],
+            endpoints: Vec::new(),
+            metadata_dir: dir.clone(),
+            tick: Duration::from_millis(10),
+            election_timeout: Duration::from_millis(200),
+            broker_session_timeout: Duration::from_secs(9),
+            delete_topic_enable: true,
+            partitions_max: 1000,
+        };
+        glommio::LocalExecutorBuilder::default()
+            .spawn(move || async move {
+                let controller = QuorumController::start(settings).expect("controller starts");
+                let started = Instant::now();
+                while controller.state.borrow().image.cluster_id.is_empty() {
+                    assert!(started.elapsed() < Duration::from_secs(10), "no cluster id");
+                    glommio::timer::sleep(Duration::from_millis(5)).await;
+                }
+                let update = |name: &str, level, upgrade_type| FeatureUpdate {
+                    name: name.into(),
+                    level,
+                    upgrade_type,
+                };
+                let ask = |updates, validate_only| {
+                    controller.serve_request(ControllerRequest::UpdateFeatures {
+                        updates,
+                        validate_only,
+                    })
+                };
+                // One refusal fails the whole request, nothing is written.
+                let applied = controller.applied.value();
+                let answer = ask(
+                    vec![
+                        update("metadata.version", 7, UpgradeType::Upgrade),
+                        update("group.version", 1, UpgradeType::Upgrade),
+                    ],
+                    false,
+                )
+                .await;
+                let Some(ControllerResponse::UpdateFeatures {
+                    result: Err(MetadataError::InvalidUpdateVersion(message)),
+                    ..
+                }) = answer
+                else {
+                    panic!("not refused: {answer:?}");
+                };
+                assert!(
+                    message.starts_with("The update failed for all features since the following feature had an error: Invalid update version 1 for feature group.version."),
+                    "{message}"
+                );
+                assert_eq!(controller.applied.value(), applied);
+                // Validate-only writes nothing either.
+                let answer = ask(vec![update("metadata.version", 7, UpgradeType::Upgrade)], true).await;
+                assert!(matches!(
+                    answer,
+                    Some(ControllerResponse::UpdateFeatures { result: Ok(()), metadata_offset: 0 })
+                ));
+                assert_eq!(controller.applied.value(), applied);
+                // A legal change is a FeatureLevel record in the log.
+                let answer = ask(vec![update("metadata.version", 7, UpgradeType::Upgrade)], false).await;
+                let Some(ControllerResponse::UpdateFeatures {
+                    result: Ok(()),
+                    metadata_offset,
+                }) = answer
+                else {
+                    panic!("not applied: {answer:?}");
+                };
+                assert_eq!(metadata_offset, applied + 1);
+                let entry = controller.entries.borrow()[metadata_offset as usize - 1].clone();
+                assert_eq!(
+                    decode_entry(&entry.data).expect("entry"),
+                    vec![MetadataRecord::FeatureLevel {
+                        name: "metadata.version".into(),
+                        feature_level: 7
+                    }]
+                );
+                // The lone voter leads: its term, its commit index, itself caught up now.
+                let Some(ControllerResponse::DescribeQuorum { result: Ok(info) }) =
+                    controller.serve_request(ControllerRequest::DescribeQuorum).await
+                else {
+                    panic!("no quorum description");
+                };
+                assert_eq!(info.leader_id, 1);
+                assert!(info.leader_epoch >= 1);
+                assert_eq!(info.high_watermark, metadata_offset as i64);
+                assert_eq!(info.voters.len(), 1);
+                assert_eq!(info.voters[0].log_end_offset, metadata_offset as i64);
+                assert!(info.voters[0].last_caught_up_ms > 0);
+                assert!(info.observers.is_empty());
             })
             .expect("executor")
             .join()

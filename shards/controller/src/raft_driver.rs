@@ -67,6 +67,33 @@ enum Input {
         data: Vec<u8>,
         reply: oneshot::Sender<Result<u64, ProposeError>>,
     },
+    Status(oneshot::Sender<QuorumStatus>),
+}
+
+/// The quorum as this node sees it (what DescribeQuorum reports).
+#[derive(Clone, Debug, Default)]
+pub struct QuorumStatus {
+    /// The current term (Kafka's leader epoch).
+    pub term: u64,
+    /// The leader's node id, -1 if none is known.
+    pub leader_id: i32,
+    /// The commit index (Kafka's high watermark).
+    pub commit_index: u64,
+    /// Each voter, in node id order; progress is known only while this node leads.
+    pub voters: Vec<VoterStatus>,
+}
+
+/// One voter as the leader knows it.
+#[derive(Clone, Debug, Default)]
+pub struct VoterStatus {
+    /// `node.id`.
+    pub node_id: i32,
+    /// The highest index the leader knows it holds; None if not leading.
+    pub matched: Option<u64>,
+    /// Wall-clock ms when this leader last heard from it; -1 if never in this term.
+    pub last_heard_ms: i64,
+    /// Wall-clock ms when it last held every entry the leader had; -1 if never in this term.
+    pub last_caught_up_ms: i64,
 }
 
 /// The handle others hold: send inputs, read the role.
@@ -104,6 +131,13 @@ impl RaftHandle {
     /// The leader's node id, -1 if none is known.
     pub fn leader_id(&self) -> i32 {
         self.leader_id.get()
+    }
+
+    /// The quorum's state as the driver sees it now; None if the driver stopped.
+    pub async fn status(&self) -> Option<QuorumStatus> {
+        let (reply, done) = oneshot::channel();
+        self.inbox.send(Input::Status(reply)).await.ok()?;
+        done.await.ok()
     }
 }
 
@@ -170,6 +204,8 @@ pub fn open(
         handle: handle.clone(),
         role: StateRole::Follower,
         leader: 0,
+        voter_ids: voters,
+        voters_heard: BTreeMap::new(),
     };
     Ok((handle, RaftDriver { driver, inputs }))
 }
@@ -215,6 +251,22 @@ struct Driver {
     handle: Rc<RaftHandle>,
     role: StateRole,
     leader: u64,
+    /// Every voter's Raft id.
+    voter_ids: Vec<u64>,
+    /// While leading: per voter, what DescribeQuorum's LastFetchTimestamp and
+    /// LastCaughtUpTimestamp report.
+    voters_heard: BTreeMap<u64, VoterHeard>,
+}
+
+/// When a leader last heard from a voter, and when the voter was last caught up.
+#[derive(Clone, Copy, Debug)]
+struct VoterHeard {
+    /// Wall-clock ms of the last message from it.
+    last_heard_ms: i64,
+    /// The leader's last index at that moment.
+    leader_index_last: u64,
+    /// Wall-clock ms at which it held everything the leader had; -1 if never.
+    last_caught_up_ms: i64,
 }
 
 impl Driver {
@@ -242,6 +294,10 @@ impl Driver {
                 Input::Message(message) => self.catch_up().and_then(|()| self.step(message)),
                 Input::Propose { data, reply } => {
                     self.propose(data, reply);
+                    Ok(())
+                }
+                Input::Status(reply) => {
+                    let _ = reply.send(self.status());
                     Ok(())
                 }
             };
@@ -279,6 +335,79 @@ impl Driver {
     }
 
     fn step(&mut self, message: Message) -> Result<(), QuorumError> {
+        let from = message.from;
+        let result = self.step_node(message);
+        if self.role == StateRole::Leader && self.voter_ids.contains(&from) {
+            self.note_heard(from);
+        }
+        result
+    }
+
+    /// A leader heard from voter `from`: it fetched, in KRaft's words. As KRaft's
+    /// `LeaderState.updateReplicaState` reckons it, a voter that now holds what the leader had
+    /// when it last heard from it was caught up at that earlier time; one that holds everything
+    /// the leader has now is caught up now. (Judging only by "everything now" would call a voter
+    /// that keeps up with a steady stream of writes never caught up.)
+    fn note_heard(&mut self, from: u64) {
+        let now = epoch_ms() as i64;
+        let index_last = self.node.index_last();
+        let matched = self
+            .node
+            .voter_progress()
+            .into_iter()
+            .find(|(id, _)| *id == from)
+            .map(|(_, matched)| matched);
+        let heard = self.voters_heard.entry(from).or_insert(VoterHeard {
+            last_heard_ms: -1,
+            leader_index_last: u64::MAX,
+            last_caught_up_ms: -1,
+        });
+        if let Some(matched) = matched {
+            if matched >= index_last {
+                heard.last_caught_up_ms = now;
+            } else if matched >= heard.leader_index_last {
+                heard.last_caught_up_ms = heard.last_caught_up_ms.max(heard.last_heard_ms);
+            }
+        }
+        heard.last_heard_ms = now;
+        heard.leader_index_last = index_last;
+    }
+
+    fn status(&self) -> QuorumStatus {
+        let progress = self.node.voter_progress();
+        let leading = self.role == StateRole::Leader;
+        let now = epoch_ms() as i64;
+        let mut voters: Vec<VoterStatus> = self
+            .voter_ids
+            .iter()
+            .map(|&id| {
+                let matched = progress.iter().find(|(p, _)| *p == id).map(|(_, m)| *m);
+                let (last_heard_ms, last_caught_up_ms) = if leading && id == self.node.id() {
+                    // The leader is always caught up with itself (Kafka reports now).
+                    (now, now)
+                } else {
+                    self.voters_heard
+                        .get(&id)
+                        .map_or((-1, -1), |h| (h.last_heard_ms, h.last_caught_up_ms))
+                };
+                VoterStatus {
+                    node_id: node_id(id),
+                    matched,
+                    last_heard_ms,
+                    last_caught_up_ms,
+                }
+            })
+            .collect();
+        voters.sort_by_key(|v| v.node_id);
+        QuorumStatus {
+            term: self.node.term(),
+            leader_id: node_id(self.node.leader_id()),
+            commit_index: self.node.commit_index(),
+            voters,
+        }
+    }
+
+    fn step_node(&mut self, message: Message) -> Result<(), QuorumError> {
         match self.node.step(message) {
             // A misaddressed or refused message is the peer's problem, not ours.
             Err(
@@ -359,6 +488,7 @@ impl Driver {
         self.role = role;
         self.leader = leader;
         if role == StateRole::Leader && !was_leader {
+            self.voters_heard.clear();
             let index_first = self.node.index_last();
             info!(
                 node_id = self.node_id,

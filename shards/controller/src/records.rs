@@ -105,6 +105,13 @@ pub enum MetadataRecord {
         /// Config name.
         name: String,
     },
+    /// A feature's finalized level (KRaft's FeatureLevelRecord); level 0 removes it.
+    FeatureLevel {
+        /// Feature name.
+        name: String,
+        /// The finalized level.
+        feature_level: i16,
+    },
 }
 
 const CLUSTER_ID: u8 = 1;
@@ -118,6 +125,7 @@ const PARTITION_CHANGE: u8 = 8;
 const REGISTER_BROKER: u8 = 9;
 const FENCE_BROKER: u8 = 10;
 const UNFENCE_BROKER: u8 = 11;
+const FEATURE_LEVEL: u8 = 12;
 /// Records in one metadata log entry: a change is one entry, so it commits whole or not at all.
 const RECORDS_PER_ENTRY_MAX: usize = 1 << 20;
 
@@ -230,6 +238,14 @@ impl MetadataRecord {
                 out.put_slice(&topic_id.0);
                 put_str(out, name);
             }
+            MetadataRecord::FeatureLevel {
+                name,
+                feature_level,
+            } => {
+                out.put_u8(FEATURE_LEVEL);
+                put_str(out, name);
+                out.put_i16(*feature_level);
+            }
         }
     }
 
@@ -293,6 +309,10 @@ impl MetadataRecord {
             REMOVE_CONFIG => MetadataRecord::RemoveConfig {
                 topic_id: r.uuid()?,
                 name: r.str()?,
+            },
+            FEATURE_LEVEL => MetadataRecord::FeatureLevel {
+                name: r.str()?,
+                feature_level: r.u16()? as i16,
             },
             _ => return Err(RecordError("unknown record type")),
         };
@@ -481,6 +501,14 @@ mod tests {
             MetadataRecord::RemoveConfig {
                 topic_id,
                 name: "retention.ms".into(),
+            },
+            MetadataRecord::FeatureLevel {
+                name: "metadata.version".into(),
+                feature_level: 7,
+            },
+            MetadataRecord::FeatureLevel {
+                name: "group.version".into(),
+                feature_level: -1,
             },
         ]
     }

@@ -19,8 +19,9 @@
 
 use sluice_protocol::codec::Uuid;
 use sluice_shard::{
-    ConfigChange, ConfigOp, CreatedTopic, DeletedTopic, MetadataError, NewPartitions, NewTopic,
-    ProducerIdBlock, TopicConfigChanges, TopicRef,
+    ConfigChange, ConfigOp, CreatedTopic, DeletedTopic, FeatureUpdate, MetadataError,
+    NewPartitions, NewTopic, ProducerIdBlock, QuorumEndpoint, QuorumInfo, QuorumReplica,
+    TopicConfigChanges, TopicRef, UpgradeType,
 };
 
 /// Largest frame accepted or produced, counted as the length prefix counts (everything after
@@ -178,6 +179,15 @@ pub enum ControllerRequest {
         /// Only check, change nothing.
         validate_only: bool,
     },
+    /// Forwarded DescribeQuorum: only the active controller answers.
+    DescribeQuorum,
+    /// Forwarded UpdateFeatures.
+    UpdateFeatures {
+        /// The changes, in request order.
+        updates: Vec<FeatureUpdate>,
+        /// Only check, change nothing.
+        validate_only: bool,
+    },
 }
 
 /// A response on the controller listener.
@@ -245,6 +255,18 @@ pub enum ControllerResponse {
         /// The metadata log index at which the change committed.
         metadata_offset: u64,
     },
+    /// Answer to DescribeQuorum.
+    DescribeQuorum {
+        /// The quorum as the active controller sees it.
+        result: Result<QuorumInfo, MetadataError>,
+    },
+    /// Answer to UpdateFeatures.
+    UpdateFeatures {
+        /// Done (or would be), or the first refusal.
+        result: Result<(), MetadataError>,
+        /// The metadata log index at which the change committed.
+        metadata_offset: u64,
+    },
 }
 
 /// A broker's state as its heartbeat answer tells it (KRaft's BrokerHeartbeatResponse).
@@ -280,6 +302,8 @@ mod kind {
     pub const ALTER_CONFIGS: u8 = 7;
     pub const ALLOCATE_PRODUCER_IDS: u8 = 8;
     pub const CREATE_PARTITIONS: u8 = 9;
+    pub const DESCRIBE_QUORUM: u8 = 10;
+    pub const UPDATE_FEATURES: u8 = 11;
     pub const RESPONSE: u8 = 0x80;
     pub const NOT_CONTROLLER: u8 = RESPONSE;
 }
@@ -334,6 +358,8 @@ impl ControllerRequest {
             ControllerRequest::AlterConfigs { .. } => kind::ALTER_CONFIGS,
             ControllerRequest::AllocateProducerIds { .. } => kind::ALLOCATE_PRODUCER_IDS,
             ControllerRequest::CreatePartitions { .. } => kind::CREATE_PARTITIONS,
+            ControllerRequest::DescribeQuorum => kind::DESCRIBE_QUORUM,
+            ControllerRequest::UpdateFeatures { .. } => kind::UPDATE_FEATURES,
         }
     }
 
@@ -406,6 +432,14 @@ impl ControllerRequest {
                 topics.put(out);
                 validate_only.put(out);
             }
+            ControllerRequest::DescribeQuorum => {}
+            ControllerRequest::UpdateFeatures {
+                updates,
+                validate_only,
+            } => {
+                updates.put(out);
+                validate_only.put(out);
+            }
         }
     }
 
@@ -453,6 +487,11 @@ impl ControllerRequest {
                 topics: input.get()?,
                 validate_only: input.get()?,
             },
+            kind::DESCRIBE_QUORUM => ControllerRequest::DescribeQuorum,
+            kind::UPDATE_FEATURES => ControllerRequest::UpdateFeatures {
+                updates: input.get()?,
+                validate_only: input.get()?,
+            },
             other => return Err(RpcError::UnknownKind(other)),
         })
     }
@@ -488,6 +527,8 @@ impl ControllerResponse {
                 ControllerResponse::AlterConfigs { .. } => kind::ALTER_CONFIGS,
                 ControllerResponse::AllocateProducerIds { .. } => kind::ALLOCATE_PRODUCER_IDS,
                 ControllerResponse::CreatePartitions { .. } => kind::CREATE_PARTITIONS,
+                ControllerResponse::DescribeQuorum { .. } => kind::DESCRIBE_QUORUM,
+                ControllerResponse::UpdateFeatures { .. } => kind::UPDATE_FEATURES,
             }
     }
 
@@ -536,6 +577,14 @@ impl ControllerResponse {
                 results.put(out);
                 metadata_offset.put(out);
             }
+            ControllerResponse::DescribeQuorum { result } => result.put(out),
+            ControllerResponse::UpdateFeatures {
+                result,
+                metadata_offset,
+            } => {
+                result.put(out);
+                metadata_offset.put(out);
+            }
         }
     }
 
@@ -548,6 +597,8 @@ impl ControllerResponse {
         const RESPONSE_ALTER: u8 = kind::RESPONSE | kind::ALTER_CONFIGS;
         const RESPONSE_PRODUCER_IDS: u8 = kind::RESPONSE | kind::ALLOCATE_PRODUCER_IDS;
         const RESPONSE_CREATE_PARTITIONS: u8 = kind::RESPONSE | kind::CREATE_PARTITIONS;
+        const RESPONSE_DESCRIBE_QUORUM: u8 = kind::RESPONSE | kind::DESCRIBE_QUORUM;
+        const RESPONSE_UPDATE_FEATURES: u8 = kind::RESPONSE | kind::UPDATE_FEATURES;
         Ok(match kind {
             kind::NOT_CONTROLLER => ControllerResponse::NotController {
                 leader_id: input.get()?,
@@ -581,6 +632,13 @@ impl ControllerResponse {
             },
             RESPONSE_CREATE_PARTITIONS => ControllerResponse::CreatePartitions {
                 results: input.get()?,
+                metadata_offset: input.get()?,
+            },
+            RESPONSE_DESCRIBE_QUORUM => ControllerResponse::DescribeQuorum {
+                result: input.get()?,
+            },
+            RESPONSE_UPDATE_FEATURES => ControllerResponse::UpdateFeatures {
+                result: input.get()?,
                 metadata_offset: input.get()?,
             },
             other => return Err(RpcError::UnknownKind(other)),
@@ -731,7 +789,7 @@ macro_rules! wire_integer {
     )*};
 }
 
-wire_integer!(u8, i16, i32, u32, i64, u64);
+wire_integer!(u8, i16, u16, i32, u32, i64, u64);
 
 /// A `u8` tag, refused past `count` values.
 fn get_tag(input: &mut Reader<'_>, what: &'static str, count: u8) -> Result<u8, RpcError> {
@@ -891,11 +949,12 @@ impl Wire for MetadataError {
             MetadataError::DuplicateBrokerRegistration(id) => put_tagged(11, id, out),
             MetadataError::StaleBrokerEpoch => out.push(12),
             MetadataError::InvalidReplicaAssignment(m) => put_tagged(13, m, out),
+            MetadataError::InvalidUpdateVersion(m) => put_tagged(14, m, out),
         }
     }
 
     fn get(input: &mut Reader<'_>) -> Result<Self, RpcError> {
-        Ok(match get_tag(input, "metadata error", 14)? {
+        Ok(match get_tag(input, "metadata error", 15)? {
             0 => MetadataError::TopicAlreadyExists(input.get()?),
             1 => MetadataError::InvalidTopic(input.get()?),
             2 => MetadataError::InvalidPartitions(input.get()?),
@@ -909,7 +968,90 @@ impl Wire for MetadataError {
             10 => MetadataError::InvalidRequest(input.get()?),
             11 => MetadataError::DuplicateBrokerRegistration(input.get()?),
             12 => MetadataError::StaleBrokerEpoch,
-            _ => MetadataError::InvalidReplicaAssignment(input.get()?),
+            13 => MetadataError::InvalidReplicaAssignment(input.get()?),
+            _ => MetadataError::InvalidUpdateVersion(input.get()?),
+        })
+    }
+}
+
+impl Wire for FeatureUpdate {
+    const MIN_BYTES: usize = String::MIN_BYTES + 2 + 1;
+
+    fn put(&self, out: &mut Vec<u8>) {
+        self.name.put(out);
+        self.level.put(out);
+        (self.upgrade_type.as_i8() as u8).put(out);
+    }
+
+    fn get(input: &mut Reader<'_>) -> Result<Self, RpcError> {
+        Ok(FeatureUpdate {
+            name: input.get()?,
+            level: input.get()?,
+            upgrade_type: UpgradeType::from_i8(u8::get(input)? as i8),
+        })
+    }
+}
+
+impl Wire for QuorumReplica {
+    const MIN_BYTES: usize = 4 + 8 + 8 + 8;
+
+    fn put(&self, out: &mut Vec<u8>) {
+        self.node_id.put(out);
+        self.log_end_offset.put(out);
+        self.last_fetch_ms.put(out);
+        self.last_caught_up_ms.put(out);
+    }
+
+    fn get(input: &mut Reader<'_>) -> Result<Self, RpcError> {
+        Ok(QuorumReplica {
+            node_id: input.get()?,
+            log_end_offset: input.get()?,
+            last_fetch_ms: input.get()?,
+            last_caught_up_ms: input.get()?,
+        })
+    }
+}
+
+impl Wire for QuorumEndpoint {
+    const MIN_BYTES: usize = 4 + 2 * String::MIN_BYTES + 2;
+
+    fn put(&self, out: &mut Vec<u8>) {
+        self.node_id.put(out);
+        self.listener.put(out);
+        self.host.put(out);
+        self.port.put(out);
+    }
+
+    fn get(input: &mut Reader<'_>) -> Result<Self, RpcError> {
+        Ok(QuorumEndpoint {
+            node_id: input.get()?,
+            listener: input.get()?,
+            host: input.get()?,
+            port: input.get()?,
+        })
+    }
+}
+
+impl Wire for QuorumInfo {
+    const MIN_BYTES: usize = 4 + 4 + 8 + 3 * Vec::<QuorumReplica>::MIN_BYTES;
+
+    fn put(&self, out: &mut Vec<u8>) {
+        self.leader_id.put(out);
+        self.leader_epoch.put(out);
+        self.high_watermark.put(out);
+        self.voters.put(out);
+        self.observers.put(out);
+        self.endpoints.put(out);
+    }
+
+    fn get(input: &mut Reader<'_>) -> Result<Self, RpcError> {
+        Ok(QuorumInfo {
+            leader_id: input.get()?,
+            leader_epoch: input.get()?,
+            high_watermark: input.get()?,
+            voters: input.get()?,
+            observers: input.get()?,
+            endpoints: input.get()?,
         })
     }
 }
@@ -1159,6 +1301,7 @@ mod tests {
             MetadataError::DuplicateBrokerRegistration(-7),
             MetadataError::StaleBrokerEpoch,
             MetadataError::InvalidReplicaAssignment("broker 9 is not registered".into()),
+            MetadataError::InvalidUpdateVersion("Invalid update version 9".into()),
         ]
     }
 
@@ -1298,6 +1441,22 @@ mod tests {
                 ],
                 validate_only: true,
             },
+            ControllerRequest::DescribeQuorum,
+            ControllerRequest::UpdateFeatures {
+                updates: vec![
+                    FeatureUpdate {
+                        name: "metadata.version".into(),
+                        level: 7,
+                        upgrade_type: UpgradeType::Upgrade,
+                    },
+                    FeatureUpdate {
+                        name: "group.version".into(),
+                        level: -3,
+                        upgrade_type: UpgradeType::UnsafeDowngrade,
+                    },
+                ],
+                validate_only: true,
+            },
         ]
     }
 
@@ -1398,6 +1557,38 @@ mod tests {
         responses.push(ControllerResponse::CreatePartitions {
             results: Vec::new(),
             metadata_offset: 0,
+        });
+        let replica = |node_id| QuorumReplica {
+            node_id,
+            log_end_offset: 42,
+            last_fetch_ms: 1_700_000_000_000,
+            last_caught_up_ms: -1,
+        };
+        responses.push(ControllerResponse::DescribeQuorum {
+            result: Ok(QuorumInfo {
+                leader_id: 1,
+                leader_epoch: 4,
+                high_watermark: 42,
+                voters: vec![replica(1), replica(2), replica(3)],
+                observers: vec![replica(4)],
+                endpoints: vec![QuorumEndpoint {
+                    node_id: 1,
+                    listener: "CONTROLLER".into(),
+                    host: "127.0.0.1".into(),
+                    port: 19093,
+                }],
+            }),
+        });
+        responses.push(ControllerResponse::DescribeQuorum {
+            result: Err(MetadataError::ControllerNotAvailable),
+        });
+        responses.push(ControllerResponse::UpdateFeatures {
+            result: Err(MetadataError::InvalidUpdateVersion("no".into())),
+            metadata_offset: 0,
+        });
+        responses.push(ControllerResponse::UpdateFeatures {
+            result: Ok(()),
+            metadata_offset: 15,
         });
         responses
     }

@@ -7,6 +7,7 @@ use crate::messages::{
     incremental_alter_configs, init_producer_id, join_group, leave_group, list_groups,
     list_offsets, metadata, offset_commit, offset_delete, offset_fetch, produce, sync_group,
 };
+use crate::messages::{describe_quorum, update_features};
 
 macro_rules! api_keys {
     ($($name:ident = $key:expr),* $(,)?) => {
@@ -295,6 +296,16 @@ pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
         describe_topic_partitions::MIN_VERSION,
         describe_topic_partitions::MAX_VERSION,
     ),
+    (
+        ApiKey::DescribeQuorum,
+        describe_quorum::MIN_VERSION,
+        describe_quorum::MAX_VERSION,
+    ),
+    (
+        ApiKey::UpdateFeatures,
+        update_features::MIN_VERSION,
+        update_features::MAX_VERSION,
+    ),
 ];
 
 /// The first flexible version of an implemented API, `None` for others.
@@ -328,6 +339,8 @@ pub fn flexible_min_version(api_key: i16) -> Option<i16> {
         ApiKey::DescribeLogDirs => Some(describe_log_dirs::FLEXIBLE_MIN_VERSION),
         ApiKey::DescribeProducers => Some(describe_producers::FLEXIBLE_MIN_VERSION),
         ApiKey::DescribeTopicPartitions => Some(describe_topic_partitions::FLEXIBLE_MIN_VERSION),
+        ApiKey::DescribeQuorum => Some(describe_quorum::FLEXIBLE_MIN_VERSION),
+        ApiKey::UpdateFeatures => Some(update_features::FLEXIBLE_MIN_VERSION),
         _ => None,
     }
 }

@@ -21,6 +21,7 @@ use crate::messages::describe_configs::{DescribeConfigsRequest, DescribeConfigsR
 use crate::messages::describe_groups::{DescribeGroupsRequest, DescribeGroupsResponse};
 use crate::messages::describe_log_dirs::{DescribeLogDirsRequest, DescribeLogDirsResponse};
 use crate::messages::describe_producers::{DescribeProducersRequest, DescribeProducersResponse};
+use crate::messages::describe_quorum::{DescribeQuorumRequest, DescribeQuorumResponse};
 use crate::messages::describe_topic_partitions::{
     DescribeTopicPartitionsRequest, DescribeTopicPartitionsResponse,
 };
@@ -41,6 +42,7 @@ use crate::messages::offset_delete::{OffsetDeleteRequest, OffsetDeleteResponse};
 use crate::messages::offset_fetch::{OffsetFetchRequest, OffsetFetchResponse};
 use crate::messages::produce::{ProduceRequest, ProduceResponse};
 use crate::messages::sync_group::{SyncGroupRequest, SyncGroupResponse};
+use crate::messages::update_features::{UpdateFeaturesRequest, UpdateFeaturesResponse};
 
 macro_rules! bodies {
     ($($variant:ident($req:ty, $resp:ty)),* $(,)?) => {
@@ -149,6 +151,8 @@ bodies! {
     DescribeLogDirs(DescribeLogDirsRequest, DescribeLogDirsResponse),
     DescribeProducers(DescribeProducersRequest, DescribeProducersResponse),
     DescribeTopicPartitions(DescribeTopicPartitionsRequest, DescribeTopicPartitionsResponse),
+    DescribeQuorum(DescribeQuorumRequest, DescribeQuorumResponse),
+    UpdateFeatures(UpdateFeaturesRequest, UpdateFeaturesResponse),
 }
 
 /// A request frame that could not be decoded. `header` is kept whenever it was

@@ -293,6 +293,20 @@ impl QuorumNode {
         self.raw.raft.raft_log.last_index()
     }
 
+    /// Each voter's Raft id with the highest index the leader knows it holds (raft-rs's
+    /// `Progress::matched`); empty unless this node leads.
+    pub fn voter_progress(&self) -> Vec<(u64, u64)> {
+        if self.raw.raft.state != StateRole::Leader {
+            return Vec::new();
+        }
+        self.raw
+            .raft
+            .prs()
+            .iter()
+            .map(|(id, progress)| (*id, progress.matched))
+            .collect()
+    }
+
     fn check_idle(&self) -> Result<()> {
         match self.in_flight {
             Some(_) => Err(QuorumError::ReadyInFlight),

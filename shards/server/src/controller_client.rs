@@ -6,6 +6,7 @@ use sluice_shard::{
     CreatedTopic, DeleteTopicsWork, DeletedTopic, MetadataError, NewPartitions, NewTopic,
     ProducerIdBlock, ShardMessage, TopicConfigChanges, TopicRef,
 };
+use sluice_shard::{DescribeQuorumWork, FeatureUpdate, QuorumInfo, UpdateFeaturesWork};
 
 use crate::context::ShardContext;
 
@@ -62,6 +63,41 @@ pub async fn allocate_producer_ids(ctx: &ShardContext) -> Result<ProducerIdBlock
     let (reply, done) = oneshot::channel();
     let message = ShardMessage::AllocateProducerIds(AllocateProducerIdsWork { reply });
     if ctx.mesh.send(ctx.mesh.controller(), message).await.is_err() {
+        return Err(MetadataError::ControllerNotAvailable);
+    }
+    done.await
+        .unwrap_or(Err(MetadataError::ControllerNotAvailable))
+}
+
+/// Asks the active controller for the state of the quorum.
+pub async fn describe_quorum(ctx: &ShardContext) -> Result<QuorumInfo, MetadataError> {
+    let (reply, done) = oneshot::channel();
+    let message = ShardMessage::DescribeQuorum(DescribeQuorumWork { reply });
+    if ctx.mesh.send(ctx.mesh.controller(), message).await.is_err() {
+        return Err(MetadataError::ControllerNotAvailable);
+    }
+    done.await
+        .unwrap_or(Err(MetadataError::ControllerNotAvailable))
+}
+
+/// Asks the active controller to change finalized feature levels.
+pub async fn update_features(
+    ctx: &ShardContext,
+    updates: Vec<FeatureUpdate>,
+    validate_only: bool,
+) -> Result<(), MetadataError> {
+    let (reply, done) = oneshot::channel();
+    let work = UpdateFeaturesWork {
+        updates,
+        validate_only,
+        reply,
+    };
+    if ctx
+        .mesh
+        .send(ctx.mesh.controller(), ShardMessage::UpdateFeatures(work))
+        .await
+        .is_err()
+    {
         return Err(MetadataError::ControllerNotAvailable);
     }
     done.await

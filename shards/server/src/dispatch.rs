@@ -29,7 +29,7 @@ pub async fn dispatch(ctx: &ShardContext, frame: Bytes, client_host: &str) -> Ou
     let version = header.api_version;
     let response = match request {
         RequestBody::ApiVersions(r) => {
-            ResponseBody::ApiVersions(handlers::api_versions::handle(version, &r))
+            ResponseBody::ApiVersions(handlers::api_versions::handle(ctx, version, &r))
         }
         RequestBody::Metadata(r) => {
             ResponseBody::Metadata(handlers::metadata::handle(ctx, version, r).await)
@@ -121,6 +121,12 @@ pub async fn dispatch(ctx: &ShardContext, frame: Bytes, client_host: &str) -> Ou
         RequestBody::DescribeTopicPartitions(r) => ResponseBody::DescribeTopicPartitions(
             handlers::describe_topic_partitions::handle(ctx, version, &r),
         ),
+        RequestBody::DescribeQuorum(r) => {
+            ResponseBody::DescribeQuorum(handlers::describe_quorum::handle(ctx, version, &r).await)
+        }
+        RequestBody::UpdateFeatures(r) => {
+            ResponseBody::UpdateFeatures(handlers::update_features::handle(ctx, version, r).await)
+        }
     };
     Outcome::Respond(encode_response_vectored(
         header.correlation_id,

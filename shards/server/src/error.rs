@@ -74,6 +74,7 @@ pub fn metadata_error_code(error: &MetadataError) -> ErrorCode {
         MetadataError::InvalidRequest(_) => ErrorCode::INVALID_REQUEST,
         MetadataError::DuplicateBrokerRegistration(_) => ErrorCode::DUPLICATE_BROKER_REGISTRATION,
         MetadataError::StaleBrokerEpoch => ErrorCode::STALE_BROKER_EPOCH,
+        MetadataError::InvalidUpdateVersion(_) => ErrorCode::INVALID_UPDATE_VERSION,
     }
 }
 

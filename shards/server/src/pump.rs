@@ -84,7 +84,9 @@ async fn handle(ctx: &Rc<ShardContext>, message: ShardMessage) {
         | ShardMessage::DeleteTopics(_)
         | ShardMessage::CreatePartitions(_)
         | ShardMessage::AllocateProducerIds(_)
-        | ShardMessage::AlterConfigs(_) => {
+        | ShardMessage::AlterConfigs(_)
+        | ShardMessage::DescribeQuorum(_)
+        | ShardMessage::UpdateFeatures(_) => {
             error!(
                 kind = message.kind(),
                 "controller message sent to a data shard; dropped"

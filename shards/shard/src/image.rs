@@ -120,6 +120,8 @@ pub struct MetadataImage {
     pub topic_names: HashMap<Uuid, String>,
     /// Owners of the partitions hosted on this broker.
     pub shard_table: ShardTable,
+    /// Finalized feature levels above 0 (FeatureLevel records; `metadata.version` always).
+    pub finalized_features: BTreeMap<String, i16>,
 }
 
 impl MetadataImage {

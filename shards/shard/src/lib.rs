@@ -15,6 +15,7 @@ mod image;
 mod mesh;
 mod message;
 mod producer_ids;
+mod quorum_work;
 mod signal;
 mod watch;
 
@@ -33,6 +34,11 @@ pub use message::{
     NewTopic, ProduceWork, Reply, ShardMessage, TopicRef, WaitForAppendWork,
 };
 pub use producer_ids::{AllocateProducerIdsWork, ProducerIdBlock, PRODUCER_ID_BLOCK_SIZE};
+pub use quorum_work::{
+    advertised_features, check_feature_update, default_finalized_features, update_failed_message,
+    DescribeQuorumWork, FeatureUpdate, QuorumEndpoint, QuorumInfo, QuorumReplica, SupportedFeature,
+    UpdateFeaturesWork, UpgradeType, METADATA_VERSION, METADATA_VERSION_LEVEL, SUPPORTED_FEATURES,
+};
 pub use signal::LocalSignal;
 pub use watch::{LocalWatch, WaitBeyond};
 

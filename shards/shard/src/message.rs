@@ -37,6 +37,10 @@ pub enum ShardMessage {
     AllocateProducerIds(crate::AllocateProducerIdsWork),
     /// Controller: alter topic configs.
     AlterConfigs(AlterConfigsWork),
+    /// Controller: describe the controller quorum (DescribeQuorum).
+    DescribeQuorum(crate::DescribeQuorumWork),
+    /// Controller: change finalized feature levels (UpdateFeatures).
+    UpdateFeatures(crate::UpdateFeaturesWork),
     /// Move partitions' log start offsets up (DeleteRecords).
     DeleteRecords(DeleteRecordsWork),
     /// Report partitions' log sizes (DescribeLogDirs).
@@ -70,6 +74,8 @@ impl ShardMessage {
             ShardMessage::CreatePartitions(_) => "create_partitions",
             ShardMessage::AllocateProducerIds(_) => "allocate_producer_ids",
             ShardMessage::AlterConfigs(_) => "alter_configs",
+            ShardMessage::DescribeQuorum(_) => "describe_quorum",
+            ShardMessage::UpdateFeatures(_) => "update_features",
             ShardMessage::DeleteRecords(_) => "delete_records",
             ShardMessage::DescribeLogDirs(_) => "describe_log_dirs",
             ShardMessage::DescribeProducers(_) => "describe_producers",
@@ -261,6 +267,10 @@ pub enum MetadataError {
     /// (Kafka's DUPLICATE_BROKER_REGISTRATION).
     #[error("broker {0} is already registered by another incarnation")]
     DuplicateBrokerRegistration(i32),
+    /// A feature level change Kafka's controller refuses (INVALID_UPDATE_VERSION), with its
+    /// whole message.
+    #[error("{0}")]
+    InvalidUpdateVersion(String),
     /// A heartbeat with an epoch that is not the broker's current registration (Kafka's
     /// STALE_BROKER_EPOCH): the broker must register again.
     #[error("stale broker epoch")]

@@ -16,6 +16,7 @@ use sluice_protocol::messages::{
     join_group as jg, leave_group as lg, list_groups as lgr, offset_commit as oc,
     offset_delete as od, offset_fetch as of, sync_group as sg,
 };
+use sluice_protocol::messages::{describe_quorum as dq, update_features as uf};
 use sluice_protocol::{ApiKey, RecordBatchBuilder, RequestBody, ResponseBody, Uuid, SUPPORTED};
 
 /// Every (api, version) pair Sluice implements.
@@ -75,6 +76,8 @@ pub fn request(key: ApiKey, v: i16) -> RequestBody {
         ApiKey::DescribeTopicPartitions => {
             RequestBody::DescribeTopicPartitions(describe::describe_topic_partitions_request(v))
         }
+        ApiKey::DescribeQuorum => RequestBody::DescribeQuorum(describe_quorum_request(v)),
+        ApiKey::UpdateFeatures => RequestBody::UpdateFeatures(update_features_request(v)),
         other => panic!("no sample for {other:?}"),
     }
 }
@@ -117,6 +120,8 @@ pub fn response(key: ApiKey, v: i16) -> ResponseBody {
         ApiKey::DescribeTopicPartitions => {
             ResponseBody::DescribeTopicPartitions(describe::describe_topic_partitions_response(v))
         }
+        ApiKey::DescribeQuorum => ResponseBody::DescribeQuorum(describe_quorum_response(v)),
+        ApiKey::UpdateFeatures => ResponseBody::UpdateFeatures(update_features_response(v)),
         other => panic!("no sample for {other:?}"),
     }
 }
@@ -1313,5 +1318,100 @@ fn offset_delete_response(_v: i16) -> od::OffsetDeleteResponse {
                 },
             ],
         }],
+    }
+}
+
+fn describe_quorum_request(_v: i16) -> dq::DescribeQuorumRequest {
+    dq::DescribeQuorumRequest {
+        topics: vec![dq::DescribeQuorumTopicRequest {
+            topic_name: dq::METADATA_TOPIC_NAME.into(),
+            partitions: vec![0],
+        }],
+    }
+}
+
+fn describe_quorum_replica(v: i16, replica_id: i32, log_end_offset: i64) -> dq::ReplicaState {
+    dq::ReplicaState {
+        replica_id,
+        replica_directory_id: if v >= 2 { topic_id() } else { Uuid::ZERO },
+        log_end_offset,
+        last_fetch_timestamp: if v >= 1 { 1_700_000_000_123 } else { -1 },
+        last_caught_up_timestamp: if v >= 1 { 1_700_000_000_100 } else { -1 },
+    }
+}
+
+fn describe_quorum_response(v: i16) -> dq::DescribeQuorumResponse {
+    dq::DescribeQuorumResponse {
+        error_code: 0,
+        error_message: opt(v >= 2, "fine"),
+        topics: vec![dq::DescribeQuorumTopicResponse {
+            topic_name: dq::METADATA_TOPIC_NAME.into(),
+            partitions: vec![dq::DescribeQuorumPartition {
+                partition_index: 0,
+                error_code: 0,
+                error_message: None,
+                leader_id: 1,
+                leader_epoch: 3,
+                high_watermark: 42,
+                current_voters: vec![
+                    describe_quorum_replica(v, 1, 42),
+                    describe_quorum_replica(v, 2, 40),
+                ],
+                observers: vec![describe_quorum_replica(v, 4, 41)],
+            }],
+        }],
+        nodes: if v >= 2 {
+            vec![dq::DescribeQuorumNode {
+                node_id: 1,
+                listeners: vec![dq::DescribeQuorumListener {
+                    name: "CONTROLLER".into(),
+                    host: "127.0.0.1".into(),
+                    port: 19093,
+                }],
+            }]
+        } else {
+            Vec::new()
+        },
+    }
+}
+
+fn update_features_request(v: i16) -> uf::UpdateFeaturesRequest {
+    uf::UpdateFeaturesRequest {
+        timeout_ms: 30_000,
+        feature_updates: vec![
+            uf::FeatureUpdateKey {
+                feature: "metadata.version".into(),
+                max_version_level: 7,
+                allow_downgrade: v == 0,
+                upgrade_type: if v >= 1 {
+                    uf::UPGRADE_TYPE_SAFE_DOWNGRADE
+                } else {
+                    uf::UPGRADE_TYPE_UPGRADE
+                },
+            },
+            uf::FeatureUpdateKey {
+                feature: "group.version".into(),
+                max_version_level: 0,
+                ..Default::default()
+            },
+        ],
+        validate_only: v >= 1,
+    }
+}
+
+fn update_features_response(v: i16) -> uf::UpdateFeaturesResponse {
+    uf::UpdateFeaturesResponse {
+        throttle_time_ms: 0,
+        error_code: 95,
+        error_message: Some("Invalid update version 9 for feature group.version.".into()),
+        results: if v <= 1 {
+            vec![uf::UpdatableFeatureResult {
+                feature: "group.version".into(),
+                error_code: 95,
+                error_message: None,
+            }]
+        } else {
+            Vec::new()
+        },
     }
 }

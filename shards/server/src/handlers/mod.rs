@@ -13,6 +13,7 @@ pub mod describe_configs;
 pub mod describe_groups;
 pub mod describe_log_dirs;
 pub mod describe_producers;
+pub mod describe_quorum;
 pub mod describe_topic_partitions;
 pub mod fetch;
 pub mod find_coordinator;
@@ -30,6 +31,7 @@ pub mod offset_fetch;
 pub mod produce;
 pub mod sync_group;
 pub mod unsupported;
+pub mod update_features;
 
 /// Who sent a request, as group membership records it.
 #[derive(Clone, Debug, Default)]
@@ -95,6 +97,8 @@ pub const REGISTRY: &[HandlerEntry] = &[
     describe_log_dirs::ENTRY,
     describe_producers::ENTRY,
     describe_topic_partitions::ENTRY,
+    describe_quorum::ENTRY,
+    update_features::ENTRY,
 ];
 
 /// The sentinel Kafka sends for "authorized operations not requested".
