@@ -326,6 +326,17 @@ impl Log {
         self.state.borrow().segments.contains_key(&offset)
     }
 
+    /// Bytes of all segments, written or buffered (Kafka's `UnifiedLog.size`, the
+    /// `kafka.log:type=Log,name=Size` metric). No I/O: each segment keeps its size.
+    pub fn size_bytes(&self) -> u64 {
+        self.state
+            .borrow()
+            .segments
+            .values()
+            .map(|s| s.size.get())
+            .sum()
+    }
+
     /// Number of segments (for tests and metrics).
     pub fn segment_count(&self) -> usize {
         self.state.borrow().segments.len()

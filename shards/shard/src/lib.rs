@@ -13,6 +13,7 @@ mod mesh;
 mod message;
 mod producer_ids;
 mod signal;
+mod stats;
 mod watch;
 
 pub use config_work::{
@@ -30,6 +31,7 @@ pub use message::{
 };
 pub use producer_ids::{AllocateProducerIdsWork, ProducerIdBlock, PRODUCER_ID_BLOCK_SIZE};
 pub use signal::LocalSignal;
+pub use stats::{GroupOffset, PartitionStats, ShardStats, TopicTraffic};
 pub use watch::{LocalWatch, WaitBeyond};
 
 /// Index of a shard (an executor) in this process. The controller, when it runs here, takes the
