@@ -12,6 +12,8 @@ Kafka's MBeans (see ARCHITECTURE.md, "Metrics")."""
 
 from __future__ import annotations
 
+import json
+import re
 import signal
 import subprocess
 import time
@@ -22,6 +24,8 @@ import uuid
 import pytest
 
 import harness
+
+DASHBOARD = harness.REPO / "deploy" / "grafana" / "sluice-dashboard.json"
 
 pytestmark = pytest.mark.skipif(harness.TARGET != "sluice",
                                 reason="Sluice's own HTTP metrics endpoint (Kafka exposes JMX)")
@@ -228,6 +232,25 @@ def test_metrics_move_with_traffic(broker):
     assert caught_up.value("process_cpu_seconds_total") >= busy - 0.05
     assert caught_up.value("sluice_ready") == 1
     assert caught_up.value("sluice_metrics_shard_timeouts_total") == 0
+
+
+def test_dashboard_queries_only_metrics_the_broker_exports(broker):
+    """Every metric the Grafana dashboard (deploy/grafana) queries is in a real scrape."""
+    dashboard = json.loads(DASHBOARD.read_text())
+    assert dashboard["schemaVersion"] >= 30 and dashboard["panels"]
+    exprs = [t["expr"] for p in dashboard["panels"] for t in p.get("targets", [])]
+    exprs += [v["query"]["query"] for v in dashboard["templating"]["list"] if isinstance(v.get("query"), dict)]
+    assert exprs
+    used = {m for e in exprs for m in re.findall(r"\b((?:kafka|sluice|process)_[a-z0-9_]+)", e)}
+    scrape = Scrape()
+    # A family is exported even before it has a sample (no group has committed yet, say): its
+    # # TYPE line is there, and its samples will be named as the dashboard names them.
+    exported = {s.name for s in scrape.samples}
+    for f in scrape.families.values():
+        suffixes = {"counter": ["_total"], "histogram": ["_bucket", "_sum", "_count"]}.get(f.type, [""])
+        exported.update(f.name + suffix for suffix in suffixes)
+    missing = sorted(m for m in used if m not in exported)
+    assert not missing, f"the dashboard queries metrics the broker does not export: {missing}"
 
 
 def test_ready_is_503_while_the_controller_is_unreachable(tmp_path):

@@ -115,6 +115,9 @@ pub struct ShardCounters {
     pub tid: AtomicI32,
     /// The last idle time shown, so that the idle counter never goes back (see `scrape`).
     pub idle_shown_us: AtomicU64,
+    /// Time the shard spent on its last answer to a scrape (its own work, not the wait to be
+    /// scheduled), microseconds.
+    pub stats_us: AtomicU64,
 }
 
 impl ShardCounters {
@@ -128,6 +131,7 @@ impl ShardCounters {
             response_bytes: AtomicU64::new(0),
             tid: AtomicI32::new(0),
             idle_shown_us: AtomicU64::new(0),
+            stats_us: AtomicU64::new(0),
         }
     }
 }
@@ -357,12 +361,17 @@ const STATS_PARTITIONS_PER_YIELD: usize = 1024;
 /// traffic and the committed offsets of its groups. Allocates per partition, per scrape —
 /// never per record.
 pub async fn shard_stats(ctx: &crate::ShardContext) -> ShardStats {
+    // Own work only: the stretches between yields, not the waits to be scheduled again.
+    let mut stretch = Instant::now();
+    let mut own = Duration::ZERO;
     let image = ctx.image();
     let hosted = ctx.replicas.partitions();
     let mut partitions = Vec::with_capacity(hosted.len());
     for (i, p) in hosted.iter().enumerate() {
         if i > 0 && i % STATS_PARTITIONS_PER_YIELD == 0 {
+            own += stretch.elapsed();
             glommio::yield_if_needed().await;
+            stretch = Instant::now();
         }
         let assigned = image
             .topic_by_id(&p.tp.topic_id)
@@ -390,7 +399,7 @@ pub async fn shard_stats(ctx: &crate::ShardContext) -> ShardStats {
     } else {
         0
     };
-    ShardStats {
+    let stats = ShardStats {
         partitions,
         topics: ctx
             .metrics
@@ -399,7 +408,13 @@ pub async fn shard_stats(ctx: &crate::ShardContext) -> ShardStats {
             .unwrap_or_default(),
         group_offsets: ctx.groups.committed_offsets(),
         offline_partitions,
+    };
+    if let Some(metrics) = &ctx.metrics {
+        own += stretch.elapsed();
+        let own_us = u64::try_from(own.as_micros()).unwrap_or(u64::MAX);
+        metrics.counters.stats_us.store(own_us, Ordering::Relaxed);
     }
+    stats
 }
 
 #[cfg(test)]

@@ -244,6 +244,18 @@ fn encode_shards(out: &mut Exposition, registry: &Registry, stats: &[Option<Shar
             out.sample(name, &[("shard", shard)], value(counters) as f64);
         }
     }
+    out.family(
+        "sluice_shard_stats_seconds",
+        Kind::Gauge,
+        "Time the shard spent building its answer to the previous scrape (its own work, yields excluded).",
+    );
+    for (shard, counters) in labels.iter().zip(&registry.shards) {
+        out.sample(
+            "sluice_shard_stats_seconds",
+            &[("shard", shard)],
+            counters.stats_us.load(Ordering::Relaxed) as f64 / 1e6,
+        );
+    }
     // Partitions and leaders per shard: from the shards that answered this scrape.
     let answered: Vec<(&str, &ShardStats)> = labels
         .iter()
