@@ -26,6 +26,7 @@ use sluice_controller::rpc_net;
 use sluice_controller::{
     AgentSettings, BrokerAgent, ControllerLink, ControllerSettings, QuorumController,
 };
+use sluice_server::metrics::{self, Readiness, Registry};
 use sluice_server::{run_shard, ShardEvent, ShardStart};
 use sluice_shard::{Envelope, ShardId, ShardMesh};
 use tracing::{error, info};
@@ -72,6 +73,11 @@ pub fn run(config: BrokerConfig) -> Result<(), String> {
     let mesh = config.is_broker().then(|| {
         MeshBuilder::<Envelope, _>::full(shard_count + 1, config.sluice_shard_channel_capacity)
     });
+    // Registered once, before any executor starts: each shard gets its own counters, the
+    // endpoint (on the controller's executor) reads them all.
+    let registry = config
+        .sluice_metrics_listener
+        .map(|_| Arc::new(Registry::new(shard_count)));
     let (events, events_rx) = mpsc::channel();
     let mut stops = Vec::with_capacity(shard_count);
     let mut finishes = Vec::with_capacity(shard_count);
@@ -94,6 +100,7 @@ pub fn run(config: BrokerConfig) -> Result<(), String> {
             stop,
             finish,
             events: events.clone(),
+            metrics: registry.as_ref().map(|r| r.shards[i].clone()),
         };
         let builder = LocalExecutorBuilder::new(Placement::Fixed(*cpu))
             .name(&format!("shard-{i}"))
@@ -118,6 +125,7 @@ pub fn run(config: BrokerConfig) -> Result<(), String> {
         mesh,
         events: events.clone(),
         stop: node_stop,
+        metrics: registry.clone(),
     };
     let builder = LocalExecutorBuilder::new(Placement::Fixed(topology.controller_cpu))
         .name("controller")
@@ -138,6 +146,9 @@ pub fn run(config: BrokerConfig) -> Result<(), String> {
     // controllers cannot be reached never gets there) stops the start the same graceful way.
     let ready = wait_for_start(&events_rx, shard_count + 1, &stop_signal)?;
     if ready {
+        if let Some(registry) = &registry {
+            registry.set_readiness(Readiness::Ready);
+        }
         info!(
             "sluice ready: node {} ({}) listening on {} with {shard_count} shards (controller on cpu {}{}), data in {}, started in {} ms",
             config.node_id,
@@ -149,6 +160,9 @@ pub fn run(config: BrokerConfig) -> Result<(), String> {
             started.elapsed().as_millis()
         );
         let _ = stop_signal.recv();
+    }
+    if let Some(registry) = &registry {
+        registry.set_readiness(Readiness::Stopping);
     }
     info!("shutting down: no new connections, finishing in-flight requests");
     arm_shutdown_deadline();
@@ -249,6 +263,7 @@ struct NodeStart {
     mesh: Option<MeshBuilder<Envelope, glommio::channels::channel_mesh::Full>>,
     events: mpsc::Sender<ShardEvent>,
     stop: oneshot::Receiver<()>,
+    metrics: Option<Arc<Registry>>,
 }
 
 /// The controller executor: the quorum controller when this process is a voter, the broker
@@ -261,6 +276,28 @@ async fn run_node(start: NodeStart) {
         let _ = events.send(ShardEvent::Failed(node_id, message));
     };
     let config = start.config.clone();
+    // Bound first, so that a taken address fails the start, and /health answers while the
+    // controller and the broker come up; served once the mesh (for scrapes) is joined.
+    let metrics_endpoint = match (&start.metrics, config.sluice_metrics_listener) {
+        (Some(registry), Some(addr)) => {
+            registry
+                .controller_tid
+                .store(metrics::current_tid(), std::sync::atomic::Ordering::Relaxed);
+            match metrics::bind(addr) {
+                Ok(listener) => {
+                    info!(%addr, "metrics endpoint listening (/metrics, /health, /ready)");
+                    Some((listener, registry.clone()))
+                }
+                Err(error) => {
+                    return fail(
+                        &start.events,
+                        format!("cannot listen on {addr} (sluice.metrics.listener): {error}"),
+                    );
+                }
+            }
+        }
+        _ => None,
+    };
     let controller = if config.is_controller() {
         match QuorumController::start(controller_settings(&config)) {
             Ok(controller) => Some(controller),
@@ -291,7 +328,10 @@ async fn run_node(start: NodeStart) {
         }
     }
     let Some(mesh) = start.mesh else {
-        // Controller only.
+        // Controller only: the endpoint shows the process figures.
+        if let Some((listener, registry)) = metrics_endpoint {
+            glommio::spawn_local(metrics::serve(listener, registry, None)).detach();
+        }
         let _ = start.events.send(ShardEvent::Listening(node_id));
         let _ = start.stop.await;
         return;
@@ -303,6 +343,9 @@ async fn run_node(start: NodeStart) {
         );
     };
     let mesh = Rc::new(ShardMesh::new(senders, start.shard_count));
+    if let Some((listener, registry)) = metrics_endpoint {
+        glommio::spawn_local(metrics::serve(listener, registry, Some(mesh.clone()))).detach();
+    }
     let link = match (&controller, config.voters().as_slice()) {
         (Some(controller), [only]) if only.port == 0 => ControllerLink::Local(controller.clone()),
         (_, voters) => {

@@ -242,6 +242,9 @@ pub struct BrokerConfig {
     pub sluice_shard_channel_capacity: usize,
     /// `sluice.metadata.fetch.max.wait.ms`: a broker's metadata long poll.
     pub sluice_metadata_fetch_max_wait_ms: u64,
+    /// `sluice.metrics.listener`: where the Prometheus `/metrics`, `/health` and `/ready`
+    /// endpoint listens; None (the default, an empty string) serves none.
+    pub sluice_metrics_listener: Option<SocketAddr>,
 }
 
 impl BrokerConfig {
@@ -385,6 +388,7 @@ impl BrokerConfig {
             sluice_spin_before_park_us: 0,
             sluice_shard_channel_capacity: 1024,
             sluice_metadata_fetch_max_wait_ms: 500,
+            sluice_metrics_listener: None,
         }
     }
 }
@@ -534,6 +538,36 @@ mod tests {
             assert!(
                 config
                     .apply_override(&format!("connections.max.idle.ms={bad}"))
+                    .is_err(),
+                "{bad}"
+            );
+        }
+    }
+
+    #[test]
+    fn metrics_listener_is_off_by_default_and_takes_ip_port() {
+        let mut config = BrokerConfig::default_single_node();
+        assert_eq!(config.sluice_metrics_listener, None);
+        config
+            .apply_override("sluice.metrics.listener=127.0.0.1:9644")
+            .unwrap();
+        assert_eq!(
+            config.sluice_metrics_listener,
+            Some("127.0.0.1:9644".parse().unwrap())
+        );
+        config
+            .apply_override("sluice.metrics.listener=[::1]:9644")
+            .unwrap();
+        assert_eq!(
+            config.sluice_metrics_listener,
+            Some("[::1]:9644".parse().unwrap())
+        );
+        config.apply_override("sluice.metrics.listener=").unwrap();
+        assert_eq!(config.sluice_metrics_listener, None);
+        for bad in ["localhost:9644", "9644", "127.0.0.1", "127.0.0.1:99999"] {
+            assert!(
+                config
+                    .apply_override(&format!("sluice.metrics.listener={bad}"))
                     .is_err(),
                 "{bad}"
             );

@@ -445,6 +445,14 @@ pub static SETTINGS: &[Setting] = &[
         },
     },
     Setting {
+        name: "sluice.metrics.listener",
+        doc: "IP:port of the HTTP endpoint serving Prometheus /metrics, /health and /ready (e.g. \"127.0.0.1:9644\"); empty: none (Kafka has no such setting: its metrics go through JMX).",
+        apply: |c, v| {
+            c.sluice_metrics_listener = metrics_listener(string(v)?)?;
+            Ok(())
+        },
+    },
+    Setting {
         name: "sluice.shard.channel.capacity",
         doc: "Messages each cross-shard channel holds before senders wait.",
         apply: |c, v| {
@@ -453,6 +461,18 @@ pub static SETTINGS: &[Setting] = &[
         },
     },
 ];
+
+/// `sluice.metrics.listener`: empty (none) or `IP:port` (IPv6 as `[::1]:9644`). A name is not
+/// resolved: the endpoint binds what it is given, at start, and fails the start if it cannot.
+fn metrics_listener(s: &str) -> Result<Option<std::net::SocketAddr>, String> {
+    let s = s.trim();
+    if s.is_empty() {
+        return Ok(None);
+    }
+    s.parse()
+        .map(Some)
+        .map_err(|_| format!("expected IP:port (e.g. 127.0.0.1:9644) or empty, got \"{s}\""))
+}
 
 fn int_in(v: &toml::Value, min: i64, max: i64) -> Result<i64, String> {
     let n = match v {

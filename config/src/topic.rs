@@ -454,6 +454,13 @@ fn broker_setting_value(c: &BrokerConfig, name: &str) -> (Option<String>, Config
         "sluice.metadata.fetch.max.wait.ms" => {
             (s(c.sluice_metadata_fetch_max_wait_ms.to_string()), Long)
         }
+        // DescribeConfigs shows "" for none, as the TOML default spells it.
+        "sluice.metrics.listener" => (
+            s(c.sluice_metrics_listener
+                .map(|a| a.to_string())
+                .unwrap_or_default()),
+            String,
+        ),
         // A setting added to SETTINGS without a line here is listed without a value.
         _ => (None, String),
     }

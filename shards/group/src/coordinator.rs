@@ -304,6 +304,11 @@ impl<W> GroupCoordinator<W> {
         self.groups.get(group_id)
     }
 
+    /// Every loaded group (for the consumer lag metric, read at scrape time).
+    pub fn groups(&self) -> impl Iterator<Item = &ClassicGroup<W>> {
+        self.groups.values()
+    }
+
     /// Checks every group's invariants.
     pub fn check_invariants(&self) {
         for group in self.groups.values() {

@@ -332,7 +332,8 @@ impl Log {
     }
 
     /// Bytes of the log's segments that are written (Kafka's `UnifiedLog.size`, which
-    /// DescribeLogDirs reports): appends still being written are not counted yet.
+    /// DescribeLogDirs and the `kafka.log:type=Log,name=Size` metric report): appends still
+    /// being written are not counted yet. No I/O: each segment keeps its size.
     pub fn size_bytes(&self) -> u64 {
         let st = self.state.borrow();
         st.segments.values().map(|s| readable_size(&st, s)).sum()

@@ -336,6 +336,38 @@ fn concurrent_appends_keep_call_order_and_readers_see_whole_batches() {
 }
 
 #[test]
+fn size_is_the_bytes_of_all_segments() {
+    run(|| async {
+        let dir = test_dir("size");
+        let mut model = Model::default();
+        let log = Log::open(dir.clone(), small_config()).await.unwrap();
+        assert_eq!(log.size_bytes(), 0);
+        let mut appended = 0u64;
+        for i in 0..60 {
+            let input = batches(&[1 + i % 3], 50 + i as usize);
+            appended += input.len() as u64;
+            append_checked(&log, &mut model, &input).await;
+        }
+        assert!(log.segment_count() > 1, "rolled: the size spans segments");
+        assert_eq!(log.size_bytes(), appended);
+        log.close().await.unwrap();
+        let on_disk: u64 = std::fs::read_dir(&dir)
+            .unwrap()
+            .filter_map(|e| e.ok())
+            .filter(|e| e.path().extension().is_some_and(|x| x == "log"))
+            .map(|e| e.metadata().unwrap().len())
+            .sum();
+        assert_eq!(
+            on_disk, appended,
+            "the .log files hold exactly the appended batches"
+        );
+        let reopened = Log::open(dir.clone(), small_config()).await.unwrap();
+        assert_eq!(reopened.size_bytes(), appended);
+        reopened.delete().await.unwrap();
+    });
+}
+
+#[test]
 fn reopen_after_close_and_after_drop() {
     run(|| async {
         let dir = test_dir("reopen");

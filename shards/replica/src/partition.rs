@@ -178,6 +178,11 @@ impl Partition {
         active
     }
 
+    /// Bytes of the partition's log (all segments), for the log size metric.
+    pub fn log_size_bytes(&self) -> u64 {
+        self.log.size_bytes()
+    }
+
     /// Bytes a fetch from `offset` could return right now, for `fetch.min.bytes` accounting.
     pub fn readable_bytes_from(&self, offset: i64) -> u64 {
         self.log.readable_bytes_from(offset)

@@ -129,7 +129,8 @@ async fn serve(ctx: Rc<ShardContext>, mut stream: TcpStream, origin: Origin) {
         }
     };
     let idle_limit = idle_limit(ctx.config.connections_max_idle_ms);
-    match serve_frames(
+    let counted = ctx.metrics.as_ref().map(|m| m.connection());
+    let ended = serve_frames(
         &ctx,
         &mut stream,
         &mut reader,
@@ -137,8 +138,9 @@ async fn serve(ctx: Rc<ShardContext>, mut stream: TcpStream, origin: Origin) {
         may_move,
         idle_limit,
     )
-    .await
-    {
+    .await;
+    drop(counted);
+    match ended {
         Ok(Ended::Closed) => debug!(%peer, "connection closed"),
         Ok(Ended::Idle) => debug!(
             %peer,
@@ -214,11 +216,19 @@ async fn serve_frames(
                 ConnectionHome::Shard(shard) => return Ok(Ended::MoveTo(shard, frame)),
             }
         }
+        // Counted from the frame read to the response written, however it ends.
+        let request = ctx.metrics.as_ref().map(|m| (m, m.request(&frame)));
         match dispatch(ctx, frame, client_host).await {
-            Outcome::Respond(segments) => socket_io::write_segments(stream, &segments).await?,
+            Outcome::Respond(segments) => {
+                socket_io::write_segments(stream, &segments).await?;
+                if let Some((metrics, _)) = &request {
+                    metrics.response_written(segments.iter().map(Bytes::len).sum());
+                }
+            }
             Outcome::NoResponse => {}
             Outcome::Close => return Err(ConnectionError::Unanswerable),
         }
+        drop(request);
         if ctx.shutdown.is_triggered() && !reader.has_frame()? {
             return Ok(Ended::Closed);
         }

@@ -34,6 +34,8 @@ pub struct ShardContext {
     /// Every client connection this shard serves, accepted here or handed over by another
     /// shard; closed (and waited for) at shutdown.
     pub connections: Gate,
+    /// This shard's counters, when the metrics endpoint is configured (None: nothing counted).
+    pub metrics: Option<crate::metrics::ShardMetrics>,
     image: RefCell<Arc<MetadataImage>>,
 }
 
@@ -55,8 +57,15 @@ impl ShardContext {
             producer_ids: ProducerIdAllocator::default(),
             groups: Rc::new(GroupManager::default()),
             connections: Gate::new(),
+            metrics: None,
             image: RefCell::new(Arc::new(MetadataImage::default())),
         }
+    }
+
+    /// Counts into `metrics` (registered in the endpoint's registry).
+    pub fn with_metrics(mut self, metrics: Option<crate::metrics::ShardMetrics>) -> ShardContext {
+        self.metrics = metrics;
+        self
     }
 
     /// The current metadata image (cheap: one `Arc` clone).

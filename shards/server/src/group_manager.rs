@@ -303,6 +303,29 @@ impl GroupManager {
         }
     }
 
+    /// The committed offsets of every group this shard coordinates, for the consumer lag
+    /// metric (built at scrape time, never on the request path).
+    pub fn committed_offsets(&self) -> Vec<sluice_shard::GroupOffset> {
+        let state = self.state.borrow();
+        let Some(coordinated) = state.as_ref() else {
+            return Vec::new();
+        };
+        let mut out = Vec::new();
+        for group in coordinated.coordinator.groups() {
+            for (topic, partitions) in &group.offsets {
+                for (partition, value) in partitions {
+                    out.push(sluice_shard::GroupOffset {
+                        group: group.group_id.clone(),
+                        topic: topic.clone(),
+                        partition: *partition,
+                        offset: value.offset,
+                    });
+                }
+            }
+        }
+        out
+    }
+
     // ---- ownership and loading --------------------------------------------------------------
 
     /// Follows a new metadata image: starts loading the partitions of `__consumer_offsets`

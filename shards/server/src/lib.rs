@@ -17,6 +17,7 @@ pub mod handlers;
 mod leadership;
 mod local;
 mod log_manager;
+pub mod metrics;
 mod producer_ids;
 mod pump;
 mod router;
@@ -71,6 +72,8 @@ pub struct ShardStart {
     pub finish: oneshot::Receiver<()>,
     /// Progress reports to the bootstrap thread.
     pub events: mpsc::Sender<ShardEvent>,
+    /// This shard's counters in the metrics registry; None when no endpoint is configured.
+    pub metrics: Option<Arc<metrics::ShardCounters>>,
 }
 
 /// The shard's log settings from the broker configuration.
@@ -111,6 +114,7 @@ async fn serve(start: ShardStart) -> Result<(), String> {
         stop,
         finish,
         events,
+        metrics,
     } = start;
     let (senders, receivers) = mesh
         .join()
@@ -124,12 +128,10 @@ async fn serve(start: ShardStart) -> Result<(), String> {
         config.sluice_shard_tail_cache_bytes,
     )
     .with_producer_id_expiration_ms(config.producer_id_expiration_ms);
-    let ctx = Rc::new(ShardContext::new(
-        shard_id,
-        config.clone(),
-        replicas,
-        mesh.clone(),
-    ));
+    let ctx = Rc::new(
+        ShardContext::new(shard_id, config.clone(), replicas, mesh.clone())
+            .with_metrics(metrics.map(metrics::ShardMetrics::new)),
+    );
     pump::spawn_pumps(ctx.clone(), receivers);
     log_manager::spawn_retention(ctx.clone());
     // Armed before the first image: a broker that never gets one (its controllers cannot be

@@ -34,7 +34,12 @@ pub async fn produce(
             .replicas
             .get(&tp)
             .ok_or(ReplicaError::UnknownTopicOrPartition)?;
-        partition.append_records_to_leader(&records).await
+        let appended = partition.append_records_to_leader(&records).await;
+        if let (Some(metrics), Ok(info)) = (&ctx.metrics, &appended) {
+            let messages = (info.last_offset - info.first_offset + 1).max(0) as u64;
+            metrics.appended(&partition.topic, records.len(), messages);
+        }
+        appended
     });
     join_all(appends.collect()).await
 }

@@ -32,7 +32,11 @@ pub fn spawn_pumps(ctx: Rc<ShardContext>, mut receivers: Receivers<Envelope>) {
 async fn handle(ctx: &Rc<ShardContext>, message: ShardMessage) {
     // Another shard may start serving before this one has opened its partitions: hold its
     // work until the first image is applied here, instead of answering "unknown partition".
-    if !matches!(message, ShardMessage::ApplyMetadata { .. }) {
+    // A scrape is answered at once, with whatever is open (nothing before the first image).
+    if !matches!(
+        message,
+        ShardMessage::ApplyMetadata { .. } | ShardMessage::Stats { .. }
+    ) {
         ctx.metadata_ready.wait().await;
     }
     match message {
@@ -79,6 +83,9 @@ async fn handle(ctx: &Rc<ShardContext>, message: ShardMessage) {
         ShardMessage::ApplyMetadata { image, reply } => {
             local::apply_metadata(ctx, image).await;
             let _ = reply.send(());
+        }
+        ShardMessage::Stats { reply } => {
+            let _ = reply.send(crate::metrics::shard_stats(ctx).await);
         }
         ShardMessage::CreateTopics(_)
         | ShardMessage::DeleteTopics(_)

@@ -17,6 +17,7 @@ mod message;
 mod producer_ids;
 mod quorum_work;
 mod signal;
+mod stats;
 mod watch;
 
 pub use config_work::{
@@ -40,6 +41,7 @@ pub use quorum_work::{
     UpdateFeaturesWork, UpgradeType, METADATA_VERSION, METADATA_VERSION_LEVEL, SUPPORTED_FEATURES,
 };
 pub use signal::LocalSignal;
+pub use stats::{GroupOffset, PartitionStats, ShardStats, TopicTraffic};
 pub use watch::{LocalWatch, WaitBeyond};
 
 /// Index of a shard (an executor) in this process. The controller, when it runs here, takes the

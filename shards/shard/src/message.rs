@@ -59,6 +59,12 @@ pub enum ShardMessage {
         /// Done.
         reply: Reply<()>,
     },
+    /// Data shard: report partitions, per-topic traffic and committed group offsets for a
+    /// metrics scrape (sent by the metrics endpoint on the controller executor).
+    Stats {
+        /// The snapshot.
+        reply: Reply<crate::ShardStats>,
+    },
 }
 
 impl ShardMessage {
@@ -82,6 +88,7 @@ impl ShardMessage {
             ShardMessage::Group(_) => "group",
             ShardMessage::AdoptConnection(_) => "adopt_connection",
             ShardMessage::ApplyMetadata { .. } => "apply_metadata",
+            ShardMessage::Stats { .. } => "stats",
         }
     }
 }

@@ -65,7 +65,11 @@ pub async fn handle(
     let share = partition_share(&request);
     let wanted = resolve(&image, version, &request, share);
     let results = long_poll(ctx, &request, &wanted).await;
-    Ok(build_response(&image, version, &request, &wanted, results))
+    let response = build_response(&image, version, &request, &wanted, results);
+    if let Some(metrics) = &ctx.metrics {
+        crate::metrics::count_fetch(metrics, &image, &request, &response);
+    }
+    Ok(response)
 }
 
 /// Each partition's share of the request's `max_bytes`. Partitions are read in parallel on
