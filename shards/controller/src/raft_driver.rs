@@ -194,7 +194,7 @@ pub fn open(
         node_id: settings.node_id,
         tick: settings.tick,
         ticked_at: Instant::now(),
-        ticks_owed_max: 4 * config.election_ticks,
+        heartbeat_ticks: config.heartbeat_ticks,
         wait_max: heartbeat,
         node,
         log,
@@ -236,9 +236,8 @@ struct Driver {
     tick: Duration,
     /// When the last tick handed to the node ended.
     ticked_at: Instant,
-    /// Ticks handed over at once after a stall are capped: past two election timeouts more
-    /// ticks change nothing but the number of campaigns started back to back.
-    ticks_owed_max: usize,
+    /// One heartbeat interval in ticks: how far past its next due tick a catch-up may go.
+    heartbeat_ticks: usize,
     /// The longest sleep between deliveries (one heartbeat interval), so a role change made by
     /// an input (a vote won) never waits behind a sleep computed for the old role.
     wait_max: Duration,
@@ -276,22 +275,32 @@ impl Driver {
             return self.fail(error);
         }
         loop {
-            // Time passes before the input is looked at: a heartbeat that arrives after an
-            // election timeout must not reset a clock that should already have run out.
-            if let Err(error) = self.catch_up().and_then(|()| self.drain_ready()) {
-                return self.fail(error);
+            // Messages that have arrived go first: they came before now, and counting the time
+            // up to now before reading them would make a late-read heartbeat response look
+            // missing (a leader starved of CPU for an election timeout would resign a quorum
+            // that answered it). The yield lets the tasks that read peers' sockets queue what
+            // the kernel already holds. Ticks still run at least once per heartbeat interval.
+            futures_lite::future::yield_now().await;
+            if self.handle.inbox.len() == 0 || self.ticked_at.elapsed() >= self.wait_max {
+                if let Err(error) = self.catch_up().and_then(|()| self.drain_ready()) {
+                    return self.fail(error);
+                }
+                self.note_role();
             }
-            self.note_role();
-            let wait = self.wait();
-            let input = match glommio::timer::timeout(wait, async { Ok(inputs.recv().await) }).await
-            {
+            let received = if self.handle.inbox.len() > 0 {
+                Ok(inputs.recv().await)
+            } else {
+                let wait = self.wait();
+                glommio::timer::timeout(wait, async { Ok(inputs.recv().await) }).await
+            };
+            let input = match received {
                 Ok(Some(input)) => input,
                 Ok(None) => return,
                 // The next due tick: the loop's top hands it over.
                 Err(_) => continue,
             };
             let result = match input {
-                Input::Message(message) => self.catch_up().and_then(|()| self.step(message)),
+                Input::Message(message) => self.step(message),
                 Input::Propose { data, reply } => {
                     self.propose(data, reply);
                     Ok(())
@@ -308,16 +317,24 @@ impl Driver {
         }
     }
 
-    /// Hands the node every whole tick that has passed since the last one.
+    /// Hands the node the whole ticks that have passed since the last one, up to its next due
+    /// tick and one heartbeat interval beyond: a stall longer than that (the executor starved
+    /// of CPU) is not counted, as a ticker's lost ticks were not, so that one catch-up never
+    /// runs two timeouts in a row before the messages that came meanwhile are read.
     fn catch_up(&mut self) -> Result<(), QuorumError> {
         let elapsed = self.ticked_at.elapsed();
         let owed = (elapsed.as_nanos() / self.tick.as_nanos().max(1)) as usize;
         if owed == 0 {
             return Ok(());
         }
-        // Keep the fraction of a tick that has passed: it counts towards the next one.
-        self.ticked_at += self.tick * owed as u32;
-        for _ in 0..owed.min(self.ticks_owed_max) {
+        let deliver = owed.min(self.node.ticks_until_due() + self.heartbeat_ticks);
+        if deliver < owed {
+            self.ticked_at = Instant::now();
+        } else {
+            // Keep the fraction of a tick that has passed: it counts towards the next one.
+            self.ticked_at += self.tick * owed as u32;
+        }
+        for _ in 0..deliver {
             self.node.tick()?;
         }
         Ok(())
