@@ -1,0 +1,411 @@
+//! Append: validating the caller's batches, reserving offsets and a file position in call
+//! order, rolling the active segment, patching and indexing the batches, and the write task
+//! whose completion advances the readable end over the contiguous prefix of written appends.
+
+use std::rc::Rc;
+
+use bytes::Bytes;
+use tracing::error;
+
+use super::{InFlight, Log, LogAppendInfo, LogPosition, LogState, Status};
+use crate::batch::{self, parse_header, BatchHeader, RECORD_BATCH_OVERHEAD};
+use crate::config::{LogConfig, TimestampType};
+use crate::error::LogError;
+use crate::file_io::write_all;
+use crate::index::{OFFSET_ENTRY_BYTES, TIME_ENTRY_BYTES};
+use crate::segment::{IndexWrite, LogSegment};
+
+/// Everything an append fixed synchronously, handed to its write task.
+struct Reservation {
+    seq: u64,
+    segment: Rc<LogSegment>,
+    /// The append rolled this segment and must create its file.
+    creates_segment: bool,
+    position: u64,
+    buf: Vec<u8>,
+    /// Index entries this append added to `segment`.
+    index_write: IndexWrite,
+    /// When this append rolled: the previous segment and its final time
+    /// index entry, written before this append completes.
+    rolled_from: Option<(Rc<LogSegment>, IndexWrite)>,
+    info: LogAppendInfo,
+}
+
+/// What the append path learns from a walk over the caller's batches.
+#[derive(Clone, Copy)]
+struct AppendSummary {
+    offsets: i64,
+    batches: usize,
+    max_timestamp: i64,
+}
+
+/// Checks the framing and size of the batch at `pos` of the caller's batches.
+fn check_batch(
+    batches: &[u8],
+    pos: usize,
+    max_message_bytes: u32,
+) -> Result<BatchHeader, LogError> {
+    let rest = &batches[pos..];
+    let header = parse_header(rest).map_err(|e| invalid(pos, &e.to_string()))?;
+    if header.size < RECORD_BATCH_OVERHEAD || header.size > rest.len() {
+        return Err(invalid(pos, "batch length exceeds the data"));
+    }
+    if header.size > max_message_bytes as usize {
+        return Err(LogError::RecordBatchTooLarge {
+            size: header.size,
+            max: max_message_bytes,
+        });
+    }
+    Ok(header)
+}
+
+/// Kafka's `LogValidator.validateTimestamp` for CreateTime, on the batch's first and largest
+/// timestamps (the records inside are not decoded): a timestamp more than
+/// `timestamp_before_max_ms` before or `timestamp_after_max_ms` after the broker's time is
+/// refused. A batch without timestamps (-1) passes.
+fn check_timestamps(header: &BatchHeader, now_ms: i64, config: &LogConfig) -> Result<(), LogError> {
+    let low = now_ms.saturating_sub(config.timestamp_before_max_ms);
+    let high = now_ms.saturating_add(config.timestamp_after_max_ms);
+    for timestamp in [header.base_timestamp, header.max_timestamp] {
+        if timestamp != NO_TIMESTAMP && !(low..=high).contains(&timestamp) {
+            return Err(LogError::InvalidTimestamp {
+                timestamp,
+                low,
+                high,
+            });
+        }
+    }
+    Ok(())
+}
+
+/// A batch's timestamp when it carries none.
+const NO_TIMESTAMP: i64 = -1;
+
+fn invalid(position: usize, reason: &str) -> LogError {
+    LogError::InvalidBatch {
+        position,
+        reason: reason.to_string(),
+    }
+}
+
+impl Log {
+    /// Appends `batches` (one or more concatenated v2 batches, validated by
+    /// the caller), assigning consecutive offsets from the log end offset.
+    /// Offsets are assigned before the first await, so concurrent callers get
+    /// them in call order. Returns once these bytes and every earlier append
+    /// are written (to the page cache; fsync per the flush policy). Dropping
+    /// the future does not cancel the write.
+    pub async fn append(&self, batches: &[u8]) -> Result<LogAppendInfo, LogError> {
+        let summary = self.summarize(batches)?;
+        let reservation = self.reserve(batches, &summary)?;
+        let info = reservation.info;
+        let this = self.me.upgrade().ok_or_else(|| self.stopped_error())?;
+        // The write runs as its own task so that a caller dropping this
+        // future cannot leave a reserved range unwritten (a hole).
+        let written = glommio::spawn_local(write_reserved(this, reservation))
+            .detach()
+            .await;
+        match written {
+            Some(Ok(())) => {}
+            Some(Err(e)) => return Err(e),
+            None => return Err(LogError::Failed(self.dir.clone())),
+        }
+        // Acknowledge only once every earlier append is written too, so that
+        // an acknowledged append never sits behind a hole.
+        self.wait_readable(info.last_offset).await;
+        if self.readable_end_offset() <= info.last_offset {
+            return Err(self.stopped_error());
+        }
+        self.apply_flush_policy().await?;
+        Ok(info)
+    }
+
+    /// Walks the caller's batches once (no allocation): checks framing and
+    /// size, counts offsets.
+    fn summarize(&self, batches: &[u8]) -> Result<AppendSummary, LogError> {
+        let mut summary = AppendSummary {
+            offsets: 0,
+            batches: 0,
+            max_timestamp: -1,
+        };
+        let config = self.config.borrow();
+        let now_ms = self.clock.now_ms();
+        let mut pos = 0;
+        while pos < batches.len() {
+            let header = check_batch(batches, pos, config.max_message_bytes)?;
+            if config.timestamp_type == TimestampType::CreateTime {
+                check_timestamps(&header, now_ms, &config)?;
+            }
+            summary.offsets += header.offset_count();
+            summary.batches += 1;
+            summary.max_timestamp = summary.max_timestamp.max(header.max_timestamp);
+            pos += header.size;
+        }
+        if summary.offsets == 0 {
+            return Err(invalid(0, "no record batch"));
+        }
+        Ok(summary)
+    }
+
+    /// Synchronous part of an append: assigns offsets and a file position,
+    /// copies the batches once (patching base offsets), rolls if needed.
+    fn reserve(&self, batches: &[u8], summary: &AppendSummary) -> Result<Reservation, LogError> {
+        let mut st = self.state.borrow_mut();
+        if st.status != Status::Open {
+            return Err(self.error_for(st.status));
+        }
+        let first_offset = st.log_end_offset;
+        let last_offset = first_offset + summary.offsets - 1;
+        let now_ms = self.clock.now_ms();
+        // LogAppendTime: the batches carry the broker's time from here on, for the roll
+        // decision, the time index and the answer alike.
+        let log_append_time_ms =
+            (self.config.borrow().timestamp_type == TimestampType::LogAppendTime).then_some(now_ms);
+        let summary = AppendSummary {
+            max_timestamp: log_append_time_ms.unwrap_or(summary.max_timestamp),
+            ..*summary
+        };
+        let (segment, rolled_from) =
+            self.segment_for_append(&mut st, batches.len(), last_offset, &summary, now_ms)?;
+        let creates_segment = rolled_from.is_some();
+        let position = segment.size.get();
+        let mut buf = batches.to_vec();
+        let index_write = self.patch_and_index(
+            &mut buf,
+            &segment,
+            first_offset,
+            position,
+            log_append_time_ms,
+        );
+        segment.size.set(position + buf.len() as u64);
+        segment.last_modified_ms.set(now_ms);
+        st.log_end_offset = last_offset + 1;
+        if st.tail_cache.limit() > 0 {
+            let cached = Bytes::copy_from_slice(&buf);
+            st.tail_cache.push(first_offset, last_offset + 1, cached);
+        }
+        let seq = st.in_flight_front_seq + st.in_flight.len() as u64;
+        st.in_flight.push_back(InFlight {
+            end: LogPosition {
+                offset: last_offset + 1,
+                segment_base: segment.base_offset,
+                position: segment.size.get(),
+            },
+            done: false,
+        });
+        let info = LogAppendInfo {
+            first_offset,
+            last_offset,
+            max_timestamp: summary.max_timestamp,
+            log_append_time_ms: log_append_time_ms.unwrap_or(NO_TIMESTAMP),
+            log_start_offset: st.log_start_offset,
+            bytes: buf.len(),
+        };
+        Ok(Reservation {
+            seq,
+            segment,
+            creates_segment,
+            position,
+            buf,
+            index_write,
+            rolled_from,
+            info,
+        })
+    }
+
+    /// The active segment, or a newly rolled one (Kafka's `shouldRoll`): when
+    /// this append would push the active one past `segment_bytes`, its
+    /// relative offsets past `i32`, its `.index`/`.timeindex` past
+    /// `segment_index_bytes`, or when its timestamp is `segment_ms` past the
+    /// active segment's first batch (`now_ms` past its creation when batches
+    /// carry no timestamps). A segment that is still empty takes any append.
+    /// On a roll, also returns the previous segment with its final time index
+    /// entry to write.
+    #[allow(clippy::type_complexity)]
+    fn segment_for_append(
+        &self,
+        st: &mut LogState,
+        len: usize,
+        last_offset: i64,
+        summary: &AppendSummary,
+        now_ms: i64,
+    ) -> Result<(Rc<LogSegment>, Option<(Rc<LogSegment>, IndexWrite)>), LogError> {
+        if len > i32::MAX as usize {
+            return Err(LogError::AppendTooLarge { size: len });
+        }
+        let active = st
+            .segments
+            .last_key_value()
+            .map(|(_, s)| s.clone())
+            .ok_or_else(|| LogError::Failed(self.dir.clone()))?;
+        let size = active.size.get();
+        if size == 0 || !self.should_roll(&active, len, last_offset, summary, now_ms) {
+            // segment_bytes <= i32::MAX, so positions stay within u32.
+            return Ok((active, None));
+        }
+        let base = st.log_end_offset;
+        let rolled = Rc::new(LogSegment::rolling(base, &self.dir, now_ms));
+        st.segments.insert(base, rolled.clone());
+        let final_entry = IndexWrite {
+            offset: None,
+            time: active.final_time_index_entry(),
+        };
+        active.final_index_pending.set(true);
+        Ok((rolled, Some((active, final_entry))))
+    }
+
+    fn should_roll(
+        &self,
+        active: &LogSegment,
+        len: usize,
+        last_offset: i64,
+        summary: &AppendSummary,
+        now_ms: i64,
+    ) -> bool {
+        let config = self.config.borrow();
+        let full = active.size.get() + len as u64 > config.effective_segment_bytes();
+        let offsets_overflow = last_offset - active.base_offset > i32::MAX as i64;
+        let index_full = active.offset_index.borrow().len() + summary.batches
+            > config.max_offset_index_entries()
+            || active.time_index.borrow().len() + summary.batches > config.max_time_index_entries();
+        let time_due = config.segment_ms > 0 && {
+            let waited = match active.rolling_based_timestamp.get() {
+                Some(t) if t >= 0 => summary.max_timestamp.saturating_sub(t),
+                _ => now_ms.saturating_sub(active.created_ms),
+            };
+            waited > config.segment_ms
+        };
+        full || offsets_overflow || index_full || time_due
+    }
+
+    /// Rewrites base offsets in the write buffer and feeds the segment's
+    /// indexes; returns the index file bytes to append.
+    fn patch_and_index(
+        &self,
+        buf: &mut [u8],
+        segment: &LogSegment,
+        first_offset: i64,
+        position: u64,
+        log_append_time_ms: Option<i64>,
+    ) -> IndexWrite {
+        let mut index = segment.offset_index.borrow_mut();
+        let mut time = segment.time_index.borrow_mut();
+        let (index_from, time_from) = (index.len(), time.len());
+        let index_interval_bytes = self.config.borrow().index_interval_bytes;
+        let mut offset = first_offset;
+        let mut pos = 0usize;
+        while pos < buf.len() {
+            if let Some(now_ms) = log_append_time_ms {
+                batch::stamp_log_append_time(&mut buf[pos..], now_ms);
+            }
+            // Framing was checked by `summarize`; only offsets (and the append time) change here.
+            let Ok(header) = parse_header(&buf[pos..]) else {
+                unreachable!("batch framing changed after validation")
+            };
+            batch::set_base_offset(&mut buf[pos..], offset);
+            let last = offset + i64::from(header.last_offset_delta);
+            let relative = (last - segment.base_offset) as u32;
+            let at = (position + pos as u64) as u32;
+            if at == 0 {
+                segment
+                    .rolling_based_timestamp
+                    .set(Some(header.max_timestamp));
+            }
+            time.observe(header.max_timestamp, relative);
+            if index.on_batch(relative, at, header.size as u64, index_interval_bytes) {
+                time.maybe_append();
+            }
+            offset = last + 1;
+            pos += header.size;
+        }
+        IndexWrite {
+            offset: (index.len() > index_from).then(|| {
+                (
+                    (index_from * OFFSET_ENTRY_BYTES) as u64,
+                    index.encode_from(index_from),
+                )
+            }),
+            time: (time.len() > time_from).then(|| {
+                (
+                    (time_from * TIME_ENTRY_BYTES) as u64,
+                    time.encode_from(time_from),
+                )
+            }),
+        }
+    }
+
+    /// Records that the write of reservation `seq` completed; advances the
+    /// readable end over the completed prefix and wakes waiters.
+    fn complete_write(&self, seq: u64) {
+        let wakers = {
+            let mut st = self.state.borrow_mut();
+            let i = (seq - st.in_flight_front_seq) as usize;
+            st.in_flight[i].done = true;
+            let before = st.readable_end.offset;
+            while st.in_flight.front().is_some_and(|f| f.done) {
+                if let Some(f) = st.in_flight.pop_front() {
+                    assert!(
+                        f.end.offset > st.readable_end.offset,
+                        "readable end only grows"
+                    );
+                    st.readable_end = f.end;
+                    st.in_flight_front_seq += 1;
+                }
+            }
+            assert!(st.readable_end.offset <= st.log_end_offset);
+            if st.readable_end.offset == before {
+                return;
+            }
+            self.waiters.borrow_mut().take_ready(st.readable_end.offset)
+        };
+        wakers.into_iter().for_each(|w| w.wake());
+    }
+}
+
+/// The write task of one append: creates the rolled segment's files if this
+/// append rolled it (and writes the previous segment's final time index
+/// entry), writes the bytes and index entries, reports the outcome to the
+/// log; after a roll, starts the flush of the previous segment.
+async fn write_reserved(log: Rc<Log>, r: Reservation) -> Result<(), LogError> {
+    let Reservation {
+        seq,
+        segment,
+        creates_segment,
+        position,
+        buf,
+        index_write,
+        rolled_from,
+        info,
+    } = r;
+    let previous = rolled_from.as_ref().map(|(p, _)| p.clone());
+    let result = async {
+        if creates_segment {
+            segment.create_file().await?;
+        }
+        if let Some((previous, final_entry)) = rolled_from {
+            previous.write_index(final_entry).await?;
+            previous.final_index_pending.set(false);
+        }
+        let file = segment.file().await?;
+        write_all(&file, &segment.path, buf, position).await?;
+        segment.write_index(index_write).await
+    }
+    .await;
+    match &result {
+        Ok(()) => {
+            log.complete_write(seq);
+            if let Some(previous) = previous {
+                let (log, base) = (log.clone(), segment.base_offset);
+                glommio::spawn_local(async move { log.flush_rolled(previous, base).await })
+                    .detach();
+            }
+        }
+        Err(e) => {
+            // The reservation stays incomplete forever, so the readable end
+            // never passes the hole; failing the log stops further appends.
+            error!(dir = %log.dir.display(), offset = info.first_offset, error = %e, "append write failed");
+            log.fail();
+        }
+    }
+    result
+}

@@ -1,0 +1,381 @@
+//! `Log`: one partition's log, owned by one shard.
+//!
+//! Concurrency model: the log lives on a single-threaded glommio executor and
+//! is shared by that shard's tasks as `Rc<Log>`. Every append reserves its
+//! offsets and file position synchronously, in call order; the writes then
+//! complete in any order, and the readable end only advances over the
+//! contiguous prefix of completed writes (the in-flight queue). A write error
+//! fails the log, so the hole it leaves is never followed by acknowledged
+//! data. No `RefCell` borrow is held across an `.await`.
+//!
+//! The `impl Log` is split by concern, one child module each: `append` (reserve, roll,
+//! write task, completion), `read` (reads, tail cache hits, segment scans, waiting for
+//! appends), `timestamps` (offset-for-timestamp lookups), `log_start` (retention rounds and
+//! DeleteRecords: moving the log start offset and deleting the segments below it), `flush`
+//! (flush policy, fdatasync, recovery point) and `checkpoints` (the `recovery-point` and
+//! `log-start-offset` files). This file holds the state, open/close and the accessors.
+
+mod append;
+mod checkpoints;
+mod flush;
+mod log_start;
+mod read;
+mod timestamps;
+
+use std::cell::{Cell, RefCell};
+use std::collections::{BTreeMap, VecDeque};
+use std::path::{Path, PathBuf};
+use std::rc::{Rc, Weak};
+
+use bytes::Bytes;
+use glommio::sync::Semaphore;
+use tracing::error;
+
+use crate::batch::parse_header;
+use crate::checkpoint::new_writer_id;
+use crate::clock::{Clock, SystemClock};
+use crate::config::LogConfig;
+use crate::error::LogError;
+use crate::loader::{write_clean_shutdown_marker, LoadStats, LogLoader};
+use crate::segment::{IndexWrite, LogSegment};
+use crate::tail_cache::TailCache;
+use crate::waiters::Waiters;
+
+/// Result of an append, as Kafka's `LogAppendInfo`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LogAppendInfo {
+    pub first_offset: i64,
+    pub last_offset: i64,
+    pub max_timestamp: i64,
+    /// The broker time the batches were stamped with (LogAppendTime), else -1.
+    pub log_append_time_ms: i64,
+    pub log_start_offset: i64,
+    pub bytes: usize,
+}
+
+/// Result of a read, as Kafka's `FetchDataInfo`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FetchDataInfo {
+    /// Whole batches, concatenated, as stored.
+    pub records: Bytes,
+    /// Base offset of the first batch in `records`, if any.
+    pub first_batch_offset: Option<i64>,
+}
+
+impl FetchDataInfo {
+    fn new(records: Bytes) -> Self {
+        let first_batch_offset = parse_header(&records).ok().map(|h| h.base_offset);
+        Self {
+            records,
+            first_batch_offset,
+        }
+    }
+}
+
+/// A point in the log: an offset and the file position where it starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct LogPosition {
+    offset: i64,
+    segment_base: i64,
+    position: u64,
+}
+
+/// An append whose bytes are reserved but maybe not written yet.
+struct InFlight {
+    end: LogPosition,
+    done: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Status {
+    Open,
+    /// `close` is flushing: no new appends.
+    Closing,
+    Closed,
+    Failed,
+    Deleted,
+}
+
+struct LogState {
+    segments: BTreeMap<i64, Rc<LogSegment>>,
+    log_start_offset: i64,
+    /// Next offset to assign (includes reserved, unwritten appends).
+    log_end_offset: i64,
+    /// End of the written prefix; reads stop here.
+    readable_end: LogPosition,
+    /// Offsets below are fdatasync'ed.
+    recovery_point: i64,
+    in_flight: VecDeque<InFlight>,
+    /// Sequence number of `in_flight[0]`.
+    in_flight_front_seq: u64,
+    status: Status,
+    tail_cache: TailCache,
+    flush_timer_armed: bool,
+}
+
+/// A partition log: segments of record batches v2 in `<dir>/`.
+pub struct Log {
+    me: Weak<Log>,
+    dir: PathBuf,
+    /// Replaced at run time by [`Log::update_config`]; read (never borrowed across an await)
+    /// at the start of each append, roll check, read scan, flush-policy check and retention run.
+    config: RefCell<LogConfig>,
+    clock: Rc<dyn Clock>,
+    state: RefCell<LogState>,
+    pub(crate) waiters: RefCell<Waiters>,
+    /// Serializes checkpoint file writes (one temp file per checkpoint).
+    checkpoint_lock: Semaphore,
+    checkpoint_writer: u64,
+    /// Values the checkpoint files hold, so unchanged ones are not rewritten.
+    checkpointed_recovery_point: Cell<Option<i64>>,
+    checkpointed_log_start_offset: Cell<Option<i64>>,
+    #[cfg_attr(not(test), allow(dead_code))]
+    load_stats: LoadStats,
+}
+
+impl Log {
+    /// Opens or creates the log in `dir`, recovering it: every batch after
+    /// the recovery point is checked (length, magic, CRC); a torn or corrupt
+    /// tail is truncated away (one warning says how many bytes were cut).
+    pub async fn open(dir: PathBuf, config: LogConfig) -> Result<Rc<Log>, LogError> {
+        Self::open_with_clock(dir, config, Rc::new(SystemClock)).await
+    }
+
+    /// [`Log::open`] with the clock used for time-based roll (tests fix it).
+    pub async fn open_with_clock(
+        dir: PathBuf,
+        config: LogConfig,
+        clock: Rc<dyn Clock>,
+    ) -> Result<Rc<Log>, LogError> {
+        let loaded = LogLoader::new(&dir, &config, clock.now_ms()).load().await?;
+        let (&last_base, last) = loaded
+            .segments
+            .last_key_value()
+            .ok_or_else(|| LogError::io(&dir, std::io::Error::other("no segment")))?;
+        let end = LogPosition {
+            offset: loaded.log_end_offset,
+            segment_base: last_base,
+            position: last.size.get(),
+        };
+        let state = LogState {
+            segments: loaded.segments,
+            log_start_offset: loaded.log_start_offset,
+            log_end_offset: end.offset,
+            readable_end: end,
+            recovery_point: loaded.recovery_point,
+            in_flight: VecDeque::with_capacity(64),
+            in_flight_front_seq: 0,
+            status: Status::Open,
+            tail_cache: TailCache::new(config.tail_cache_bytes),
+            flush_timer_armed: false,
+        };
+        let log = Rc::new_cyclic(|me| Log {
+            me: me.clone(),
+            dir,
+            config: RefCell::new(config),
+            clock,
+            state: RefCell::new(state),
+            waiters: RefCell::new(Waiters::default()),
+            checkpoint_lock: Semaphore::new(1),
+            checkpoint_writer: new_writer_id(),
+            checkpointed_recovery_point: Cell::new(loaded.checkpointed_recovery_point),
+            checkpointed_log_start_offset: Cell::new(loaded.checkpointed_log_start_offset),
+            load_stats: loaded.stats,
+        });
+        log.checkpoint_log_start_offset().await?;
+        log.checkpoint_recovery_point().await?;
+        Ok(log)
+    }
+
+    /// What the loader did at open (tests).
+    #[cfg(test)]
+    pub(crate) fn load_stats(&self) -> LoadStats {
+        self.load_stats
+    }
+
+    /// The segment with this base offset (tests).
+    #[cfg(test)]
+    pub(crate) fn segment(&self, base: i64) -> Option<Rc<LogSegment>> {
+        self.state.borrow().segments.get(&base).cloned()
+    }
+
+    /// The tail cache's byte limit (tests).
+    #[cfg(test)]
+    pub(crate) fn tail_cache_limit(&self) -> usize {
+        self.state.borrow().tail_cache.limit()
+    }
+
+    /// Base offsets of the segments, oldest first (tests).
+    #[cfg(test)]
+    pub(crate) fn segment_bases(&self) -> Vec<i64> {
+        self.state.borrow().segments.keys().copied().collect()
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The settings in force (a copy).
+    pub fn config(&self) -> LogConfig {
+        self.config.borrow().clone()
+    }
+
+    /// Replaces the settings at run time (a topic's configs altered), as Kafka's
+    /// `updateConfig`: the next append, roll check, flush-policy check and retention run use
+    /// the new values; existing segments and their indexes are not rewritten. The tail cache
+    /// keeps its own limit (see [`Log::set_tail_cache_bytes`]); `config.tail_cache_bytes` is
+    /// ignored. A `flush_ms` timer already armed still fires at its old time.
+    pub fn update_config(&self, config: LogConfig) {
+        let mut current = self.config.borrow_mut();
+        let tail_cache_bytes = current.tail_cache_bytes;
+        *current = LogConfig {
+            tail_cache_bytes,
+            ..config
+        };
+    }
+
+    pub fn log_start_offset(&self) -> i64 {
+        self.state.borrow().log_start_offset
+    }
+
+    /// Next offset to assign; includes appends still being written.
+    pub fn log_end_offset(&self) -> i64 {
+        self.state.borrow().log_end_offset
+    }
+
+    /// End of the data whose write has completed; reads never go past it.
+    pub fn readable_end_offset(&self) -> i64 {
+        self.state.borrow().readable_end.offset
+    }
+
+    /// Offsets below this are fdatasync'ed (Kafka's recovery point).
+    pub fn recovery_point(&self) -> i64 {
+        self.state.borrow().recovery_point
+    }
+
+    #[cfg(test)]
+    pub(crate) fn is_segment_base(&self, offset: i64) -> bool {
+        self.state.borrow().segments.contains_key(&offset)
+    }
+
+    /// Number of segments (for tests and metrics).
+    pub fn segment_count(&self) -> usize {
+        self.state.borrow().segments.len()
+    }
+
+    /// Bytes of the log's segments that are written (Kafka's `UnifiedLog.size`, which
+    /// DescribeLogDirs and the `kafka.log:type=Log,name=Size` metric report): appends still
+    /// being written are not counted yet. No I/O: each segment keeps its size.
+    pub fn size_bytes(&self) -> u64 {
+        let st = self.state.borrow();
+        st.segments.values().map(|s| readable_size(&st, s)).sum()
+    }
+
+    /// Sets how many bytes of the newest appends this log keeps in memory (the shard divides
+    /// its budget among its partitions, so the bound changes as partitions come and go).
+    pub fn set_tail_cache_bytes(&self, bytes: usize) {
+        self.state.borrow_mut().tail_cache.set_limit(bytes);
+    }
+
+    /// The error of a log that failed (a write or fsync error): it takes no appends any more,
+    /// and a fetch on it must answer with that error instead of waiting on a log that will not
+    /// move (a wait on a stopped log resolves at once: a long poll would spin on it).
+    pub fn failure(&self) -> Option<LogError> {
+        let status = self.state.borrow().status;
+        matches!(status, Status::Failed).then(|| self.error_for(status))
+    }
+
+    fn stopped(&self) -> bool {
+        matches!(
+            self.state.borrow().status,
+            Status::Failed | Status::Closed | Status::Deleted
+        )
+    }
+
+    fn stopped_error(&self) -> LogError {
+        self.error_for(self.state.borrow().status)
+    }
+
+    fn error_for(&self, status: Status) -> LogError {
+        match status {
+            Status::Failed | Status::Open => LogError::Failed(self.dir.clone()),
+            Status::Closing | Status::Closed | Status::Deleted => {
+                LogError::Closed(self.dir.clone())
+            }
+        }
+    }
+
+    /// Flushes, refuses further appends, completes the active segment's time
+    /// index and writes the clean shutdown marker, so that the next open
+    /// loads the index files instead of scanning.
+    pub async fn close(&self) -> Result<(), LogError> {
+        {
+            let mut st = self.state.borrow_mut();
+            match st.status {
+                Status::Open => st.status = Status::Closing,
+                Status::Closed => return Ok(()),
+                other => return Err(self.error_for(other)),
+            }
+        }
+        self.flush().await?;
+        let active = self
+            .state
+            .borrow()
+            .segments
+            .last_key_value()
+            .map(|(_, s)| s.clone());
+        if let Some(active) = active {
+            let write = IndexWrite {
+                offset: None,
+                time: active.final_time_index_entry(),
+            };
+            if !write.is_empty() {
+                active.write_index(write).await?;
+                active.sync_index_files().await?;
+            }
+        }
+        let end = self.log_end_offset();
+        write_clean_shutdown_marker(&self.dir, end).await?;
+        self.set_stopped(Status::Closed);
+        Ok(())
+    }
+
+    /// Removes the partition directory (DeleteTopics). The log refuses
+    /// appends from now on; open files are unlinked, not waited for.
+    pub async fn delete(&self) -> Result<(), LogError> {
+        self.set_stopped(Status::Deleted);
+        self.state.borrow_mut().tail_cache.clear();
+        // No checkpoint write may recreate files while the tree goes away.
+        let _permit = self.checkpoint_permit().await?;
+        let dir = self.dir.clone();
+        // Removing a directory tree is metadata work, not file I/O; glommio
+        // has no rmdir, so it runs on glommio's blocking pool.
+        glommio::executor()
+            .spawn_blocking(move || std::fs::remove_dir_all(dir))
+            .await
+            .map_err(|e| LogError::io(&self.dir, e))
+    }
+
+    fn fail(&self) {
+        error!(dir = %self.dir.display(), "log failed; appends are refused until it is reopened");
+        self.set_stopped(Status::Failed);
+    }
+
+    fn set_stopped(&self, status: Status) {
+        self.state.borrow_mut().status = status;
+        let wakers = self.waiters.borrow_mut().take_all();
+        wakers.into_iter().for_each(|w| w.wake());
+    }
+}
+
+/// Bytes of `segment` that are written and readable.
+fn readable_size(st: &LogState, segment: &LogSegment) -> u64 {
+    let end = &st.readable_end;
+    if segment.base_offset < end.segment_base {
+        segment.size.get()
+    } else if segment.base_offset == end.segment_base {
+        end.position
+    } else {
+        0
+    }
+}

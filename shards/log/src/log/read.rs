@@ -1,0 +1,283 @@
+//! Read: whole batches from the tail cache or the segment files (index lookup, then a scan of
+//! batch headers), the readable-bytes estimate for fetch `min_bytes`, and waiting for appends
+//! (the fetch long poll).
+
+use std::future::Future;
+use std::path::Path;
+use std::pin::Pin;
+use std::rc::Rc;
+use std::task::{Context, Poll};
+
+use bytes::Bytes;
+
+use super::{readable_size, FetchDataInfo, Log};
+use crate::batch::{self, parse_header, BatchHeader, RECORD_BATCH_OVERHEAD};
+use crate::error::LogError;
+use crate::file_io::read_exact;
+use crate::segment::LogSegment;
+
+/// Header bytes read per I/O while looking for a batch in a segment.
+const MIN_SCAN_READ_BYTES: u64 = 16 * 1024;
+/// Cap on the data read ahead with the first scan read.
+const MAX_SPECULATIVE_READ_BYTES: usize = 1 << 20;
+
+impl Log {
+    /// Resolves once `readable_end_offset() > beyond_offset`, or when the log
+    /// stops advancing (failed, closed, deleted). For the fetch long-poll:
+    /// race it against a timer, then re-check.
+    pub async fn wait_for_append(&self, beyond_offset: i64) {
+        WaitForAppend {
+            log: self,
+            beyond: beyond_offset,
+            id: None,
+        }
+        .await
+    }
+
+    pub(super) async fn wait_readable(&self, beyond_offset: i64) {
+        self.wait_for_append(beyond_offset).await
+    }
+
+    /// Reads whole batches starting with the one holding `start_offset`, at
+    /// most `max_bytes` (but one whole batch anyway if `min_one_message`),
+    /// never past the readable end nor past `max_offset`.
+    pub async fn read(
+        &self,
+        start_offset: i64,
+        max_bytes: usize,
+        min_one_message: bool,
+        max_offset: Option<i64>,
+    ) -> Result<FetchDataInfo, LogError> {
+        let limit = {
+            let st = self.state.borrow();
+            if start_offset < st.log_start_offset || start_offset > st.log_end_offset {
+                return Err(LogError::OffsetOutOfRange {
+                    offset: start_offset,
+                    log_start_offset: st.log_start_offset,
+                    log_end_offset: st.log_end_offset,
+                });
+            }
+            let limit =
+                max_offset.map_or(st.readable_end.offset, |m| m.min(st.readable_end.offset));
+            if start_offset >= limit {
+                return Ok(FetchDataInfo::new(Bytes::new()));
+            }
+            if let Some(hit) = st
+                .tail_cache
+                .read(start_offset, limit, max_bytes, min_one_message)
+            {
+                return Ok(FetchDataInfo::new(hit));
+            }
+            limit
+        };
+        let records = self
+            .read_from_segments(start_offset, limit, max_bytes, min_one_message)
+            .await?;
+        Ok(FetchDataInfo::new(records))
+    }
+
+    /// File read path: the segment holding `start`, and the next ones if it
+    /// holds no batch at or after `start`. Reads stay within one segment.
+    async fn read_from_segments(
+        &self,
+        start: i64,
+        limit: i64,
+        max_bytes: usize,
+        min_one: bool,
+    ) -> Result<Bytes, LogError> {
+        let mut from = start;
+        while from < limit {
+            let Some(plan) = self.plan_read(from) else {
+                break;
+            };
+            let found = self
+                .read_segment(&plan, from, limit, max_bytes, min_one)
+                .await?;
+            if let Some(records) = found {
+                return Ok(records);
+            }
+            match plan.next_segment_base {
+                Some(next) => from = next,
+                None => break,
+            }
+        }
+        Ok(Bytes::new())
+    }
+
+    /// Where to look for `offset`: its segment, the index position to scan
+    /// from and the readable end of that segment.
+    fn plan_read(&self, offset: i64) -> Option<ReadPlan> {
+        let st = self.state.borrow();
+        let (_, segment) = st.segments.range(..=offset).next_back()?;
+        let next_segment_base = st
+            .segments
+            .range(segment.base_offset + 1..)
+            .next()
+            .map(|(&b, _)| b);
+        Some(ReadPlan {
+            scan_from: segment.index_lookup(offset),
+            readable_size: readable_size(&st, segment),
+            segment: segment.clone(),
+            next_segment_base,
+        })
+    }
+
+    async fn read_segment(
+        &self,
+        plan: &ReadPlan,
+        start: i64,
+        limit: i64,
+        max_bytes: usize,
+        min_one: bool,
+    ) -> Result<Option<Bytes>, LogError> {
+        let file = plan.segment.file().await?;
+        let path = &plan.segment.path;
+        let scan_extra = max_bytes.min(MAX_SPECULATIVE_READ_BYTES) as u64;
+        let found = self
+            .locate(&file, path, plan, scan_extra, |h| h.last_offset() >= start)
+            .await?;
+        let Some(found) = found else {
+            return Ok(None);
+        };
+        let first = found.header;
+        if first.last_offset() >= limit || (first.size > max_bytes && !min_one) {
+            return Ok(Some(Bytes::new()));
+        }
+        let available = (plan.readable_size - found.position) as usize;
+        let len = max_bytes.max(first.size).min(available);
+        // The scan read usually holds the answer already; read again only
+        // for what it does not cover.
+        let data = if found.chunk.len() - found.chunk_offset >= len {
+            found
+                .chunk
+                .slice(found.chunk_offset..found.chunk_offset + len)
+        } else {
+            read_exact(&file, path, found.position, len).await?
+        };
+        let end = batch::HeaderWalker::new(&data)
+            .take_while(|(_, h)| h.last_offset() < limit)
+            .last()
+            .map_or(0, |(p, h)| p + h.size);
+        assert!(end >= first.size, "the first batch is readable");
+        Ok(Some(data.slice(..end)))
+    }
+
+    /// Scans batch headers from the index position to the first batch that
+    /// satisfies `wanted` (for reads: the batch holding the start offset);
+    /// `None` if the segment's readable part has none. The first read also
+    /// covers `scan_extra` bytes past the index interval, so that it usually
+    /// contains the data to return as well.
+    pub(super) async fn locate(
+        &self,
+        file: &glommio::io::BufferedFile,
+        path: &Path,
+        plan: &ReadPlan,
+        scan_extra: u64,
+        wanted: impl Fn(&BatchHeader) -> bool,
+    ) -> Result<Option<Located>, LogError> {
+        let scan_len =
+            MIN_SCAN_READ_BYTES.max(2 * u64::from(self.config.borrow().index_interval_bytes));
+        let mut chunk_len = scan_len + scan_extra;
+        let mut pos = plan.scan_from;
+        while pos < plan.readable_size {
+            let len = chunk_len.min(plan.readable_size - pos) as usize;
+            let chunk = read_exact(file, path, pos, len).await?;
+            let mut off = 0usize;
+            while off + RECORD_BATCH_OVERHEAD <= chunk.len() {
+                let header = parse_header(&chunk[off..]).map_err(|e| LogError::Corrupt {
+                    path: path.to_path_buf(),
+                    position: pos + off as u64,
+                    reason: e.to_string(),
+                })?;
+                if wanted(&header) {
+                    return Ok(Some(Located {
+                        position: pos + off as u64,
+                        header,
+                        chunk,
+                        chunk_offset: off,
+                    }));
+                }
+                off += header.size;
+            }
+            if off == 0 {
+                return Err(LogError::Corrupt {
+                    path: path.to_path_buf(),
+                    position: pos,
+                    reason: "readable data ends inside a batch header".into(),
+                });
+            }
+            pos += off as u64;
+            chunk_len = scan_len;
+        }
+        Ok(None)
+    }
+
+    /// Estimate of the bytes readable from `offset` to the readable end, for
+    /// fetch `min_bytes` accounting. No I/O; rounds up to the index interval.
+    pub fn readable_bytes_from(&self, offset: i64) -> u64 {
+        let st = self.state.borrow();
+        if offset >= st.readable_end.offset {
+            return 0;
+        }
+        let Some((&base, first)) = st.segments.range(..=offset).next_back() else {
+            return 0;
+        };
+        let skipped = first.index_lookup(offset);
+        let total: u64 = st
+            .segments
+            .range(base..)
+            .map(|(_, s)| readable_size(&st, s))
+            .sum();
+        total.saturating_sub(skipped)
+    }
+}
+
+/// The batch a read starts with, and the scan read it was found in.
+pub(super) struct Located {
+    pub(super) position: u64,
+    pub(super) header: BatchHeader,
+    pub(super) chunk: Bytes,
+    /// Where the batch starts in `chunk` (its header is inside it).
+    pub(super) chunk_offset: usize,
+}
+
+pub(super) struct ReadPlan {
+    pub(super) segment: Rc<LogSegment>,
+    pub(super) scan_from: u64,
+    pub(super) readable_size: u64,
+    pub(super) next_segment_base: Option<i64>,
+}
+
+/// Future of `Log::wait_for_append`; unregisters itself when dropped.
+struct WaitForAppend<'a> {
+    log: &'a Log,
+    beyond: i64,
+    id: Option<u64>,
+}
+
+impl Future for WaitForAppend<'_> {
+    type Output = ();
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        if self.log.readable_end_offset() > self.beyond || self.log.stopped() {
+            if let Some(id) = self.id.take() {
+                self.log.waiters.borrow_mut().remove(id);
+            }
+            return Poll::Ready(());
+        }
+        let beyond = self.beyond;
+        let log = self.log;
+        log.waiters
+            .borrow_mut()
+            .register(&mut self.id, beyond, cx.waker());
+        Poll::Pending
+    }
+}
+
+impl Drop for WaitForAppend<'_> {
+    fn drop(&mut self) {
+        if let Some(id) = self.id.take() {
+            self.log.waiters.borrow_mut().remove(id);
+        }
+    }
+}
