@@ -29,7 +29,7 @@ pub async fn dispatch(ctx: &ShardContext, frame: Bytes, client_host: &str) -> Ou
     let version = header.api_version;
     let response = match request {
         RequestBody::ApiVersions(r) => {
-            ResponseBody::ApiVersions(handlers::api_versions::handle(version, &r))
+            ResponseBody::ApiVersions(handlers::api_versions::handle(ctx, version, &r))
         }
         RequestBody::Metadata(r) => {
             ResponseBody::Metadata(handlers::metadata::handle(ctx, version, r).await)
