@@ -21,7 +21,7 @@ import time
 import uuid
 from pathlib import Path
 
-KAFKA_VERSION = os.environ.get("KAFKA_VERSION", "4.1.1")
+KAFKA_VERSION = os.environ.get("KAFKA_VERSION", "4.4.0")
 
 _POM = """<project xmlns="http://maven.apache.org/POM/4.0.0">
   <modelVersion>4.0.0</modelVersion>
