@@ -9,7 +9,6 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use sluice_protocol::codec::Uuid;
 use sluice_protocol::header::RequestHeader;
-use sluice_protocol::messages::api_versions::ApiVersionsRequest;
 use sluice_protocol::messages::describe_cluster::DescribeClusterRequest;
 use sluice_protocol::messages::fetch::{FetchPartition, FetchRequest, FetchResponse, FetchTopic};
 use sluice_protocol::messages::join_group::{JoinGroupRequest, JoinGroupRequestProtocol};
@@ -30,7 +29,7 @@ fn advertises_what_it_serves_and_stops_cleanly() {
     let ResponseBody::ApiVersions(response) = client.call(
         18,
         3,
-        RequestBody::ApiVersions(ApiVersionsRequest::default()),
+        RequestBody::ApiVersions(support::api_versions_request()),
     ) else {
         panic!("wrong response kind")
     };
@@ -42,12 +41,13 @@ fn advertises_what_it_serves_and_stops_cleanly() {
             .find(|k| k.api_key == key)
             .map(|k| (k.min_version, k.max_version))
     };
-    // Kafka 4.1.1's ranges (Produce 0-2 carry the old message formats and stay out).
+    // Kafka 4.4.0's ranges (Produce 0-2 carry the old message formats and stay out).
     assert_eq!(range(0), Some((3, 13)), "Produce");
     assert_eq!(range(1), Some((4, 18)), "Fetch");
-    assert_eq!(range(2), Some((1, 10)), "ListOffsets");
+    assert_eq!(range(2), Some((1, 11)), "ListOffsets");
     assert_eq!(range(3), Some((0, 13)), "Metadata");
-    assert_eq!(range(18), Some((0, 4)), "ApiVersions");
+    assert_eq!(range(18), Some((0, 5)), "ApiVersions");
+    assert_eq!(range(42), Some((0, 3)), "DeleteGroups");
     assert_eq!(range(11), Some((0, 9)), "JoinGroup");
     assert_eq!(range(60), Some((0, 2)), "DescribeCluster");
     assert_eq!(
@@ -105,7 +105,7 @@ fn unserved_apis_and_versions_get_unsupported_version() {
             api_version: 0,
             ..header.clone()
         },
-        &RequestBody::ApiVersions(ApiVersionsRequest::default()),
+        &RequestBody::ApiVersions(support::api_versions_request()),
     );
     frame[6..8].copy_from_slice(&99i16.to_be_bytes());
     client.stream.write_all(&frame).unwrap();
@@ -632,7 +632,7 @@ fn librdkafka_2_16_metadata_v13_with_trailing_bytes_is_answered() {
     client.call(
         18,
         3,
-        RequestBody::ApiVersions(ApiVersionsRequest::default()),
+        RequestBody::ApiVersions(support::api_versions_request()),
     );
     assert_eq!(broker.stop().code(), Some(0));
 }

@@ -8,7 +8,6 @@ mod support;
 use std::io::Write;
 
 use sluice_protocol::header::RequestHeader;
-use sluice_protocol::messages::api_versions::ApiVersionsRequest;
 use sluice_protocol::messages::find_coordinator::FindCoordinatorRequest;
 use sluice_protocol::messages::metadata::{MetadataRequest, MetadataRequestTopic};
 use sluice_protocol::messages::offset_commit::{
@@ -172,7 +171,7 @@ fn coordinator_connections_move_and_answer_every_pipelined_request() {
         let ResponseBody::ApiVersions(versions) = client.call(
             18,
             3,
-            RequestBody::ApiVersions(ApiVersionsRequest::default()),
+            RequestBody::ApiVersions(support::api_versions_request()),
         ) else {
             panic!("not an ApiVersions response");
         };

@@ -15,11 +15,10 @@ use std::time::Duration;
 use bytes::Bytes;
 use sluice_protocol::header::RequestHeader;
 use sluice_protocol::messages::{
-    api_versions::ApiVersionsRequest, create_topics::CreatableTopic,
-    create_topics::CreateTopicsRequest, delete_topics::DeleteTopicsRequest,
-    describe_cluster::DescribeClusterRequest, list_offsets::ListOffsetsPartition,
-    list_offsets::ListOffsetsRequest, list_offsets::ListOffsetsTopic, metadata::MetadataRequest,
-    metadata::MetadataRequestTopic,
+    create_topics::CreatableTopic, create_topics::CreateTopicsRequest,
+    delete_topics::DeleteTopicsRequest, describe_cluster::DescribeClusterRequest,
+    list_offsets::ListOffsetsPartition, list_offsets::ListOffsetsRequest,
+    list_offsets::ListOffsetsTopic, metadata::MetadataRequest, metadata::MetadataRequestTopic,
 };
 use sluice_protocol::request::{encode_request, RequestBody};
 use support::{batch, create_topic, fetch, fetch_request, produce, Broker};
@@ -47,8 +46,8 @@ fn valid_frames() -> Vec<Vec<u8>> {
     let mut bodies: Vec<(i16, Vec<i16>, RequestBody)> = vec![
         (
             18,
-            vec![0, 1, 2, 3, 4],
-            RequestBody::ApiVersions(ApiVersionsRequest::default()),
+            vec![0, 1, 2, 3, 4, 5],
+            RequestBody::ApiVersions(support::api_versions_request()),
         ),
         (
             3,
@@ -64,7 +63,7 @@ fn valid_frames() -> Vec<Vec<u8>> {
         (1, vec![4, 7, 11, 12], fetch_request("hostile", 0, 0, 10, 0)),
         (
             2,
-            vec![1, 4, 6, 9],
+            vec![1, 4, 6, 9, 11],
             RequestBody::ListOffsets(ListOffsetsRequest {
                 replica_id: -1,
                 topics: vec![ListOffsetsTopic {

@@ -10,7 +10,6 @@ use std::io::Read;
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
-use sluice_protocol::messages::api_versions::ApiVersionsRequest;
 use sluice_protocol::messages::offset_fetch::{OffsetFetchRequest, OffsetFetchRequestTopic};
 use sluice_protocol::request::{RequestBody, ResponseBody};
 use support::{create_topic, fetch_request, free_port, temp_dir, wait_for_coordinator, Broker};
@@ -24,7 +23,7 @@ const MOVE_LINE: &str = "connection moves to its group's coordinator shard";
 const COORDINATOR_LOAD_IN_PROGRESS: i16 = 14;
 
 fn api_versions() -> RequestBody {
-    RequestBody::ApiVersions(ApiVersionsRequest::default())
+    RequestBody::ApiVersions(support::api_versions_request())
 }
 
 /// Waits for the broker to close `stream`: how long that took after `since`, or a panic if it

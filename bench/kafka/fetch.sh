@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
-# Fetch Apache Kafka 4.1.1 (broker + tools + clients) jars from Maven Central into
-# bench/.cache/kafka-4.1.1/libs (gitignored, reused between runs), and compile the
+# Fetch Apache Kafka 4.4.0 (broker + tools + clients) jars from Maven Central into
+# bench/.cache/kafka-4.4.0/libs (gitignored, reused between runs), and compile the
 # bench's small Java client (bench/kafka/BenchClient.java) next to them.
 # Prints the libs directory on stdout.
 #
-# $KAFKA_VERSION picks another release (default 4.1.1, what bench/run measures; bench/soak/run
-# uses 4.4.0): the same pom.xml with -Dkafka.version, cached in bench/.cache/kafka-$KAFKA_VERSION.
+# $KAFKA_VERSION picks another release (default 4.4.0, what bench/run and
+# bench/soak/run measure): the same pom.xml with -Dkafka.version, cached in bench/.cache/kafka-$KAFKA_VERSION.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-version="${KAFKA_VERSION:-4.1.1}"
+version="${KAFKA_VERSION:-4.4.0}"
 cache="$here/../.cache/kafka-$version"
 libs="$cache/libs"
 if [[ ! -f "$libs/.complete" ]]; then

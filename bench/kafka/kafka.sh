@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Apache Kafka 4.1.1 ($KAFKA_VERSION, passed on to fetch.sh, picks another release: bench/soak/run
-# runs 4.4.0), KRaft single node in combined mode (broker+controller), for the bench.
+# Apache Kafka 4.4.0 ($KAFKA_VERSION, passed on to fetch.sh, picks another
+# release), KRaft single node in combined mode (broker+controller), for the bench.
 #
 #   kafka.sh start DIR PORT [key=value ...]   format storage in DIR, start, wait until ready;
 #                                             prints the broker's pid (also in DIR/kafka.pid)

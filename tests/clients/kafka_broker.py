@@ -21,7 +21,7 @@ import time
 import uuid
 from pathlib import Path
 
-KAFKA_VERSION = os.environ.get("KAFKA_VERSION", "4.1.1")
+KAFKA_VERSION = os.environ.get("KAFKA_VERSION", "4.4.0")
 
 _POM = """<project xmlns="http://maven.apache.org/POM/4.0.0">
   <modelVersion>4.0.0</modelVersion>
@@ -116,8 +116,10 @@ class KafkaProcess:
         self._write_props()
         if not (self.data_dir / "meta.properties").exists():
             cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
-            cmd = self._java("kafka.tools.StorageTool", "format", "-t", cluster_id, "-c", str(self.props_path),
-                             "--standalone", heap="256m")
+            # `--cluster-id=ID` in one argument: a random id may start with "-", which the tool's
+            # argument parser would otherwise take for an option.
+            cmd = self._java("kafka.tools.StorageTool", "format", f"--cluster-id={cluster_id}",
+                             "-c", str(self.props_path), "--standalone", heap="256m")
             for attempt in range(3):
                 r = subprocess.run(cmd, capture_output=True, text=True, timeout=180)
                 if r.returncode == 0:

@@ -24,14 +24,15 @@ HERE = Path(__file__).resolve().parent
 TOOLS_DIR = HERE / "kafka-tools"
 POM = TOOLS_DIR / "pom.xml"
 LOG4J_CONFIG = TOOLS_DIR / "log4j2.properties"
-KAFKA_VERSION = "4.1.1"
+KAFKA_VERSION = "4.4.0"
 
-# bin/<script>.sh -> the main class it runs in Kafka 4.1.1.
+# bin/<script>.sh -> the main class it runs in Kafka 4.4.0 (kafka-configs is
+# org.apache.kafka.tools.ConfigCommand there; 4.1 still had it as kafka.admin.ConfigCommand).
 TOOLS = {
     "kafka-topics": "org.apache.kafka.tools.TopicCommand",
     "kafka-console-producer": "org.apache.kafka.tools.ConsoleProducer",
     "kafka-console-consumer": "org.apache.kafka.tools.consumer.ConsoleConsumer",
-    "kafka-configs": "kafka.admin.ConfigCommand",
+    "kafka-configs": "org.apache.kafka.tools.ConfigCommand",
     "kafka-consumer-groups": "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand",
     "kafka-get-offsets": "org.apache.kafka.tools.GetOffsetShell",
     "kafka-delete-records": "org.apache.kafka.tools.DeleteRecordsCommand",

@@ -1,4 +1,4 @@
-"""Apache Kafka 4.1.1's own command-line tools, run from the Maven Central jars (kafka_cli.py),
+"""Apache Kafka 4.4.0's own command-line tools, run from the Maven Central jars (kafka_cli.py),
 with their default settings: kafka-topics, kafka-console-producer/-consumer (assign mode:
 --partition + --offset, and group mode), kafka-configs, kafka-get-offsets, kafka-delete-records,
 kafka-broker-api-versions and kafka-cluster.  Every check reads the tools' output (messages,
@@ -69,9 +69,9 @@ def consume(cli, topic: str, partition: int, offset: str, count: int) -> list[di
     {ts, partition, offset, headers, key, value}."""
     r = cli("kafka-console-consumer", "--topic", topic, "--partition", str(partition), "--offset", offset,
             "--max-messages", str(count), "--timeout-ms", "30000",
-            "--property", "print.timestamp=true", "--property", "print.partition=true",
-            "--property", "print.offset=true", "--property", "print.headers=true",
-            "--property", "print.key=true", timeout=120)
+            "--formatter-property", "print.timestamp=true", "--formatter-property", "print.partition=true",
+            "--formatter-property", "print.offset=true", "--formatter-property", "print.headers=true",
+            "--formatter-property", "print.key=true", timeout=120)
     assert f"Processed a total of {count} messages" in r.stderr, r.stderr[-2000:]
     records = []
     for ln in r.stdout.splitlines():
@@ -194,7 +194,7 @@ def keyed(cli):
     create_topic(cli, topic, "--partitions", "2")
     for batch in ("a", "b"):
         produce(cli, topic, "".join(f"{batch}{i}:value-{batch}{i}\n" for i in range(20)),
-                "--property", "parse.key=true", "--property", "key.separator=:")
+                "--reader-property", "parse.key=true", "--reader-property", "key.separator=:")
     ends = get_offsets(cli, topic, "--time", "-1")
     assert set(ends) == {0, 1} and sum(ends.values()) == 40, ends
     return topic, {p: consume(cli, topic, p, "earliest", end) if end else [] for p, end in ends.items()}
@@ -248,7 +248,7 @@ def test_console_headers_and_null_keys(cli):
     topic = "cli-console-headers"
     create_topic(cli, topic, "--partitions", "1")
     produce(cli, topic, "h1:a,h2:b\tk1\tv1\nh3:c\tk2\tv2\n",
-            "--property", "parse.key=true", "--property", "parse.headers=true")
+            "--reader-property", "parse.key=true", "--reader-property", "parse.headers=true")
     produce(cli, topic, "no key here\n")
     records = consume(cli, topic, 0, "earliest", 3)
     got = [(r["offset"], r["headers"], r["key"], r["value"]) for r in records]
@@ -266,7 +266,7 @@ def test_console_compression(cli):
     for codec in codecs:
         batch = [(f"{codec}{i}", f"{codec}-{i}-{'x' * 50}") for i in range(n)]
         produce(cli, topic, "".join(f"{k}\t{v}\n" for k, v in batch),
-                "--compression-codec", codec, "--property", "parse.key=true")
+                "--compression-codec", codec, "--reader-property", "parse.key=true")
         expected += batch
     assert get_offsets(cli, topic, "--time", "-1") == {0: len(expected)}
     records = consume(cli, topic, 0, "earliest", len(expected))

@@ -39,7 +39,7 @@ def documented_ranges(column: str) -> dict[int, tuple[int, int]]:
 
 def test_api_table_matches_live_api_versions(broker):
     live = kafka_api_versions.query(broker.bootstrap)
-    column = "Sluice" if broker.target == "sluice" else "Kafka 4.1.1 broker"
+    column = "Sluice" if broker.target == "sluice" else "Kafka 4.4.0 broker"
     documented = documented_ranges(column)
     diff = {k: (documented.get(k), live.get(k)) for k in documented.keys() | live.keys()
             if documented.get(k) != live.get(k)}

@@ -1,5 +1,5 @@
 """CreatePartitions (API key 37, KIP-195) end to end: kafka-python's
-KafkaAdminClient.create_partitions and Kafka 4.1.1's `kafka-topics --alter --partitions` grow a
+KafkaAdminClient.create_partitions and Kafka 4.4.0's `kafka-topics --alter --partitions` grow a
 topic (2 → 5 → 8, then 9 with a manual assignment); validate_only changes nothing; shrinking, the
 same count, an unknown topic, a duplicated name and bad manual assignments are refused with Kafka's
 error codes and messages; kcat then produces to and consumes from every partition, the new ones

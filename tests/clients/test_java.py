@@ -1,4 +1,4 @@
-"""Java kafka-clients 4.1.1: 100,000 keyed messages with acks=all for each compression type,
+"""Java kafka-clients 4.4.0: 100,000 keyed messages with acks=all for each compression type,
 consumed back with assign()+seek (no group, check.crcs=true) exactly once and in order per
 partition; every acknowledged (partition, offset, key) is found where it was acknowledged."""
 

@@ -1,9 +1,18 @@
 """Segments roll and expire as a topic's configs say: the Java AdminClient creates a topic with
 segment.bytes=1 MiB and retention.ms=4000; 4 MB produced by the Java producer rolls several
 segments; once they are older than retention.ms the broker's retention check deletes the closed
-ones (never the active one) and a consumer seeking to the beginning starts past offset 0."""
+ones and a consumer seeking to the beginning starts at the first remaining segment.
 
+A small record every 250 ms keeps the active segment's newest timestamp fresh: Kafka 4.4 also
+deletes an active segment whose records are all past retention.ms (it rolls a new empty one
+first), and its first retention run comes log.initial.task.delay.ms (30 s) after start-up, by
+which time the bulk write's last segment would have expired too. Sluice never deletes the active
+segment, so that case is left out of this test (see ARCHITECTURE.md)."""
+
+import threading
 import time
+
+from kafka import KafkaProducer
 
 BROKER_SETTINGS = {"log.retention.check.interval.ms": 300}
 TOPIC = "expire-java"
@@ -31,12 +40,27 @@ def test_segments_roll_and_expire(broker, java_tool, tmp_path):
     rolled = _segments(broker)
     assert len(rolled) >= 4, f"4 MB in 1 MiB segments rolls at least 4 times: {rolled}"
 
-    deadline = time.time() + 30
-    start, line = _first_offset(java_tool, broker, tmp_path)
-    while start == 0 and time.time() < deadline:
-        time.sleep(1)
+    stop = threading.Event()
+    trickle = KafkaProducer(bootstrap_servers=bs, acks=1)
+
+    def keep_active_segment_fresh():
+        while not stop.wait(0.25):
+            trickle.send(TOPIC, b"t", partition=0)
+
+    writer = threading.Thread(target=keep_active_segment_fresh, daemon=True)
+    writer.start()
+    try:
+        deadline = time.time() + 60
         start, line = _first_offset(java_tool, broker, tmp_path)
+        while start == 0 and time.time() < deadline:
+            time.sleep(1)
+            start, line = _first_offset(java_tool, broker, tmp_path)
+    finally:
+        stop.set()
+        writer.join()
+        trickle.close()
     assert start > 0, f"expired segments were deleted: {line}"
     remaining = _segments(broker)
     assert 1 <= len(remaining) < len(rolled), f"closed segments deleted, the active one kept: {remaining}"
-    assert remaining[-1] == rolled[-1], "the active segment is never deleted"
+    assert remaining[-1] == rolled[-1], "the active segment, still written, is kept"
+    assert start == int(remaining[0].removesuffix(".log")), f"reads start at the first remaining segment: {line}"

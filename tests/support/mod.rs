@@ -23,6 +23,17 @@ pub struct Broker {
 }
 
 /// A fresh directory under the target dir's tmp.
+/// An ApiVersions request as a client sends it: v3+ software name and version that pass
+/// Kafka's KIP-511 check (empty ones get INVALID_REQUEST), no v5 identity.
+#[allow(dead_code)] // each test binary uses its own subset of this module
+pub fn api_versions_request() -> sluice_protocol::messages::api_versions::ApiVersionsRequest {
+    sluice_protocol::messages::api_versions::ApiVersionsRequest {
+        client_software_name: "sluice-tests".into(),
+        client_software_version: "1.0".into(),
+        ..Default::default()
+    }
+}
+
 pub fn temp_dir(name: &str) -> PathBuf {
     let base = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
     let nanos = std::time::SystemTime::now()
@@ -151,9 +162,7 @@ impl Broker {
             stream,
             correlation_id: 0,
         };
-        let request = RequestBody::ApiVersions(
-            sluice_protocol::messages::api_versions::ApiVersionsRequest::default(),
-        );
+        let request = RequestBody::ApiVersions(api_versions_request());
         client.send(18, 3, request);
         client
             .read_frame()

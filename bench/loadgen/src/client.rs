@@ -147,6 +147,7 @@ impl Conn {
         let body = RequestBody::ApiVersions(ApiVersionsRequest {
             client_software_name: "sluice-loadgen".into(),
             client_software_version: env!("CARGO_PKG_VERSION").into(),
+            ..ApiVersionsRequest::default()
         });
         let resp = match self.call_version(body, 3)? {
             ResponseBody::ApiVersions(r) => r,

@@ -52,7 +52,42 @@ fn api_versions_v3_request_as_java_client_sends_it() {
         RequestBody::ApiVersions(ApiVersionsRequest {
             client_software_name: "apache-kafka-java".into(),
             client_software_version: "4.1.0".into(),
+            ..ApiVersionsRequest::default()
         }),
+    );
+}
+
+/// v5 (Kafka 4.4) adds, after the software fields, the cluster id (compact nullable string)
+/// and node id the client expects; a client that knows neither sends null and -1.
+#[test]
+fn api_versions_v5_request_names_the_expected_cluster_and_node() {
+    let body = |cluster: &[u8], node: [u8; 4]| {
+        cat(&[
+            &req_hdr(18, 5, 2, true),
+            &cs("apache-kafka-java"),
+            &cs("4.4.0"),
+            cluster,
+            &node,
+            &[0x00], // body tagged fields
+        ])
+    };
+    let expected = |cluster_id: Option<&str>, node_id| {
+        RequestBody::ApiVersions(ApiVersionsRequest {
+            client_software_name: "apache-kafka-java".into(),
+            client_software_version: "4.4.0".into(),
+            cluster_id: cluster_id.map(Into::into),
+            node_id,
+        })
+    };
+    check_request(
+        frame(&body(&cs("c1"), [0, 0, 0, 3])),
+        header(18, 5, 2),
+        expected(Some("c1"), 3),
+    );
+    check_request(
+        frame(&body(&[0x00], [0xff; 4])),
+        header(18, 5, 2),
+        expected(None, -1),
     );
 }
 
@@ -1131,12 +1166,43 @@ fn delete_groups_v0_and_v2() {
         results: vec![dg::DeletableGroupResult {
             group_id: "g".into(),
             error_code: 68, // NON_EMPTY_GROUP
+            error_message: None,
         }],
     });
     let body = cat(&[&[0, 0, 0, 0, 0, 0, 0, 1], &s16("g"), &[0x00, 0x44]]);
     check_response(body, 42, 0, false, resp.clone());
     let body = cat(&[&[0, 0, 0, 0, 0x02], &cs("g"), &[0x00, 0x44, 0x00, 0x00]]);
     check_response(body, 42, 2, true, resp);
+}
+
+/// v3 (Kafka 4.4) adds a nullable error message after each group's error code.
+#[test]
+fn delete_groups_v3_response_carries_an_error_message() {
+    let resp = ResponseBody::DeleteGroups(dg::DeleteGroupsResponse {
+        throttle_time_ms: 0,
+        results: vec![
+            dg::DeletableGroupResult {
+                group_id: "g".into(),
+                error_code: 69, // GROUP_ID_NOT_FOUND
+                error_message: None,
+            },
+            dg::DeletableGroupResult {
+                group_id: "h".into(),
+                error_code: 68,
+                error_message: Some("busy".into()),
+            },
+        ],
+    });
+    let body = cat(&[
+        &[0, 0, 0, 0, 0x03], // throttle_time_ms, results: 2
+        &cs("g"),
+        &[0x00, 0x45, 0x00, 0x00], // error 69, message null, tags
+        &cs("h"),
+        &[0x00, 0x44],
+        &cs("busy"),
+        &[0x00, 0x00], // result tags, body tags
+    ]);
+    check_response(body, 42, 3, true, resp);
 }
 
 #[test]
@@ -1490,6 +1556,41 @@ fn list_offsets_v10_request_ends_with_timeout_ms() {
                 }],
             }],
             timeout_ms: 30_000,
+        }),
+    );
+}
+
+/// v11 is v10 on the wire; what it adds is the earliest-pending-upload timestamp (-6).
+#[test]
+fn list_offsets_v11_request_asks_for_the_earliest_pending_upload() {
+    let b = cat(&[
+        &req_hdr(2, 11, 61, true),
+        &[0xff, 0xff, 0xff, 0xff, 0x00], // replica_id -1, isolation_level 0
+        &[0x02],
+        &cs("t"),
+        &[0x02],
+        &[0x00, 0x00, 0x00, 0x00], // partition_index 0
+        &[0x00, 0x00, 0x00, 0x05], // current_leader_epoch 5
+        &[0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xfa], // timestamp -6
+        &[0x00, 0x00],
+        &[0x00, 0x00, 0x03, 0xe8], // timeout_ms 1000
+        &[0x00],
+    ]);
+    check_request(
+        frame(&b),
+        header(2, 11, 61),
+        RequestBody::ListOffsets(lo::ListOffsetsRequest {
+            replica_id: -1,
+            isolation_level: 0,
+            topics: vec![lo::ListOffsetsTopic {
+                name: "t".into(),
+                partitions: vec![lo::ListOffsetsPartition {
+                    partition_index: 0,
+                    current_leader_epoch: 5,
+                    timestamp: lo::EARLIEST_PENDING_UPLOAD_TIMESTAMP,
+                }],
+            }],
+            timeout_ms: 1000,
         }),
     );
 }

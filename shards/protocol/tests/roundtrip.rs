@@ -41,20 +41,20 @@ fn requests_round_trip_every_version() {
         assert_eq!((h2, b2), (header, body), "{key:?} v{v} frame");
         n += 1;
     }
-    // CreatePartitions 0-3, ApiVersions 0-4, Metadata 0-13, Produce 3-13, Fetch 4-18,
-    // ListOffsets 1-10, CreateTopics 2-7, DeleteTopics 1-6, DescribeCluster 0-2,
+    // CreatePartitions 0-3, ApiVersions 0-5, Metadata 0-13, Produce 3-13, Fetch 4-18,
+    // ListOffsets 1-11, CreateTopics 2-7, DeleteTopics 1-6, DescribeCluster 0-2,
     // InitProducerId 0-5, DescribeConfigs 1-4, AlterConfigs 0-2, IncrementalAlterConfigs 0-1,
     // DeleteRecords 0-2; then the group APIs: OffsetCommit 2-9, OffsetFetch 1-9,
     // FindCoordinator 0-6, JoinGroup 0-9, Heartbeat 0-4, LeaveGroup 0-5, SyncGroup 0-5,
-    // DescribeGroups 0-6, ListGroups 0-5, DeleteGroups 0-2, OffsetDelete 0; DescribeLogDirs
+    // DescribeGroups 0-6, ListGroups 0-5, DeleteGroups 0-3, OffsetDelete 0; DescribeLogDirs
     // 1-5, DescribeProducers 0, DescribeTopicPartitions 0; DescribeQuorum 0-2, UpdateFeatures 0-2.
     assert_eq!(
         n,
-        4 + 5
+        4 + 6
             + 14
             + 11
             + 15
-            + 10
+            + 11
             + 6
             + 6
             + 3
@@ -72,7 +72,7 @@ fn requests_round_trip_every_version() {
             + 6
             + 7
             + 6
-            + 3
+            + 4
             + 1
             + 5
             + 1
@@ -188,7 +188,7 @@ fn too_new_api_versions_gets_v0_unsupported_version_answer() {
     assert!(r
         .api_keys
         .iter()
-        .any(|k| k.api_key == 18 && k.max_version == 4));
+        .any(|k| k.api_key == 18 && k.max_version == 5));
     // v0 layout: correlation id, error code, non-compact array length.
     assert_eq!(&frame[4..6], &[0, 35]);
     assert_eq!(&frame[6..10], &(r.api_keys.len() as i32).to_be_bytes());

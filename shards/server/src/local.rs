@@ -7,6 +7,10 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use bytes::Bytes;
+use sluice_protocol::messages::list_offsets::{
+    EARLIEST_LOCAL_TIMESTAMP, EARLIEST_PENDING_UPLOAD_TIMESTAMP, EARLIEST_TIMESTAMP,
+    LATEST_TIERED_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP,
+};
 use sluice_replica::{
     log_config_with_overrides, ActiveProducer, FetchPartitionData, LogAppendInfo,
     OffsetAndTimestamp, PartitionLogDirInfo, ReplicaError, TopicIdPartition,
@@ -16,13 +20,6 @@ use tracing::{error, info};
 
 use crate::context::ShardContext;
 use crate::util::{join_all, race_any};
-
-/// ListOffsets' special timestamps.
-pub const LATEST_TIMESTAMP: i64 = -1;
-/// The first offset still in the log.
-pub const EARLIEST_TIMESTAMP: i64 = -2;
-/// The record with the largest timestamp.
-pub const MAX_TIMESTAMP: i64 = -3;
 
 /// Appends to each partition; partitions proceed concurrently, each in call order.
 pub async fn produce(
@@ -98,7 +95,8 @@ pub async fn list_offsets(
             .get(&tp)
             .ok_or(ReplicaError::UnknownTopicOrPartition)?;
         match timestamp {
-            EARLIEST_TIMESTAMP => Ok(Some(OffsetAndTimestamp {
+            // Every log is local: its local start is its start.
+            EARLIEST_TIMESTAMP | EARLIEST_LOCAL_TIMESTAMP => Ok(Some(OffsetAndTimestamp {
                 offset: partition.log_start_offset(),
                 timestamp: -1,
             })),
@@ -107,6 +105,9 @@ pub async fn list_offsets(
                 timestamp: -1,
             })),
             MAX_TIMESTAMP => partition.fetch_max_timestamp_offset().await,
+            // No tiered storage: nothing is uploaded, nothing waits for an upload (Kafka
+            // answers -1 for a topic without remote storage too).
+            LATEST_TIERED_TIMESTAMP | EARLIEST_PENDING_UPLOAD_TIMESTAMP => Ok(None),
             t => partition.fetch_offset_for_timestamp(t).await,
         }
     });

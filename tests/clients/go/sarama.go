@@ -2,6 +2,7 @@ package main
 
 import (
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/IBM/sarama"
@@ -59,12 +60,21 @@ func runSarama(o opts) {
 	failed := 0
 	var firstErr error
 	var wg sync.WaitGroup
+	// Every message answered (acknowledged or failed): closed once `answered` reaches o.count.
+	var answered atomic.Int64
+	allAnswered := make(chan struct{})
+	answer := func() {
+		if answered.Add(1) == int64(o.count) {
+			close(allAnswered)
+		}
+	}
 	wg.Add(2)
 	go func() {
 		defer wg.Done()
 		for m := range prod.Successes() {
 			k, _ := m.Key.Encode()
 			acks[string(k)] = acked{m.Partition, m.Offset}
+			answer()
 		}
 	}()
 	go func() {
@@ -74,12 +84,19 @@ func runSarama(o opts) {
 			if firstErr == nil {
 				firstErr = e.Err
 			}
+			answer()
 		}
 	}()
 	timer := time.AfterFunc(o.timeout, func() { fail("sarama: produce did not finish within %s", o.timeout) })
 	for i := 0; i < o.count; i++ {
 		prod.Input() <- &sarama.ProducerMessage{Topic: o.topic, Key: sarama.StringEncoder(key(i)),
 			Value: sarama.StringEncoder(value(i))}
+	}
+	// Close only once every message is answered: Sarama fails a message still being retried at
+	// close ("in process of shutting down"), and a produce right after CreateTopic can be retried
+	// while the new partitions' leaders propagate.
+	if o.count > 0 {
+		<-allAnswered
 	}
 	prod.AsyncClose()
 	wg.Wait()

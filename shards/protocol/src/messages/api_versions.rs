@@ -1,4 +1,8 @@
-//! ApiVersions (key 18): version discovery, the first request of every client.
+//! ApiVersions (key 18): version discovery, the first request of every client. v3 is the
+//! first flexible version (client software name and version, KIP-511); v4 only lets a
+//! supported feature's min version be 0 (KAFKA-17011); v5 adds the cluster id and node id the
+//! client believes it is talking to, so a broker that is not that node can tell the client to
+//! rebootstrap (REBOOTSTRAP_REQUIRED) instead of serving it under a stale identity.
 
 use crate::api_key::SUPPORTED;
 use crate::codec::{Decoder, Encoder, TaggedFields};
@@ -9,7 +13,7 @@ pub const API_KEY: i16 = 18;
 /// Lowest implemented version.
 pub const MIN_VERSION: i16 = 0;
 /// Highest implemented version.
-pub const MAX_VERSION: i16 = 4;
+pub const MAX_VERSION: i16 = 5;
 /// First flexible version.
 pub const FLEXIBLE_MIN_VERSION: i16 = 3;
 
@@ -18,12 +22,27 @@ fn flexible(version: i16) -> bool {
 }
 
 /// ApiVersions request.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ApiVersionsRequest {
     /// Client library name (v3+).
     pub client_software_name: String,
     /// Client library version (v3+).
     pub client_software_version: String,
+    /// The cluster id the client expects, null when it does not know one yet (v5+).
+    pub cluster_id: Option<String>,
+    /// The node id the client expects, -1 when it does not know one yet (v5+).
+    pub node_id: i32,
+}
+
+impl Default for ApiVersionsRequest {
+    fn default() -> Self {
+        ApiVersionsRequest {
+            client_software_name: String::new(),
+            client_software_version: String::new(),
+            cluster_id: None,
+            node_id: -1,
+        }
+    }
 }
 
 impl ApiVersionsRequest {
@@ -34,6 +53,10 @@ impl ApiVersionsRequest {
         if flexible(version) {
             r.client_software_name = d.string(true)?;
             r.client_software_version = d.string(true)?;
+            if version >= 5 {
+                r.cluster_id = d.nullable_string(true)?;
+                r.node_id = d.i32()?;
+            }
             d.tagged_fields()?;
         }
         Ok(r)
@@ -44,17 +67,24 @@ impl ApiVersionsRequest {
         if flexible(version) {
             e.put_string(&self.client_software_name, true);
             e.put_string(&self.client_software_version, true);
+            if version >= 5 {
+                e.put_nullable_string(self.cluster_id.as_deref(), true);
+                e.put_i32(self.node_id);
+            }
             e.put_empty_tagged_fields();
         }
     }
 
-    /// Kafka's KIP-511 check on v3+ client software fields: non-empty, starting
-    /// and ending with a letter or digit, and only `[A-Za-z0-9.-]`. Invalid
-    /// values get `INVALID_REQUEST`.
+    /// Kafka's `ApiVersionsRequest.isValid`: on v5+ the cluster id and node id come
+    /// together (both set or both unset), and on v3+ the client software fields are
+    /// non-empty, start and end with a letter or digit, and hold only `[A-Za-z0-9.-]`
+    /// (KIP-511). Invalid requests get `INVALID_REQUEST`.
     pub fn is_valid(&self, version: i16) -> bool {
-        !flexible(version)
-            || (valid_software_field(&self.client_software_name)
-                && valid_software_field(&self.client_software_version))
+        let identity_paired = version < 5 || (self.cluster_id.is_some() == (self.node_id != -1));
+        identity_paired
+            && (!flexible(version)
+                || (valid_software_field(&self.client_software_name)
+                    && valid_software_field(&self.client_software_version)))
     }
 }
 

@@ -1,6 +1,6 @@
 //! DeleteGroups (key 42): delete empty groups and their committed offsets.
-//! v1 is v0 with throttle-before-response; flexible v2+. Kafka 4.1 accepts
-//! v0-v2.
+//! v1 is v0 with throttle-before-response; flexible v2+; v3 adds a nullable
+//! error message per group. Kafka 4.4 accepts v0-v3.
 
 use crate::codec::{Decoder, Encoder};
 use crate::error::Result;
@@ -12,7 +12,7 @@ pub const API_KEY: i16 = 42;
 /// Lowest implemented version.
 pub const MIN_VERSION: i16 = 0;
 /// Highest implemented version.
-pub const MAX_VERSION: i16 = 2;
+pub const MAX_VERSION: i16 = 3;
 /// First flexible version.
 pub const FLEXIBLE_MIN_VERSION: i16 = 2;
 
@@ -63,6 +63,8 @@ pub struct DeletableGroupResult {
     pub group_id: String,
     /// Error code.
     pub error_code: i16,
+    /// Error message (v3+), null when there is nothing to add to the code.
+    pub error_message: Option<String>,
 }
 
 impl DeleteGroupsResponse {
@@ -73,10 +75,14 @@ impl DeleteGroupsResponse {
         let r = DeleteGroupsResponse {
             throttle_time_ms: d.i32()?,
             results: d.array(flex, |d| {
-                let g = DeletableGroupResult {
+                let mut g = DeletableGroupResult {
                     group_id: d.string(flex)?,
                     error_code: d.i16()?,
+                    error_message: None,
                 };
+                if version >= 3 {
+                    g.error_message = d.nullable_string(flex)?;
+                }
                 read_end(d, flex)?;
                 Ok(g)
             })?,
@@ -92,6 +98,9 @@ impl DeleteGroupsResponse {
         e.put_array(&self.results, flex, |e, g| {
             e.put_string(&g.group_id, flex);
             e.put_i16(g.error_code);
+            if version >= 3 {
+                e.put_nullable_string(g.error_message.as_deref(), flex);
+            }
             put_end(e, flex);
         });
         put_end(e, flex);

@@ -1,7 +1,8 @@
 //! ListOffsets (key 2): offsets by timestamp (earliest, latest, max timestamp...). Kafka 4
 //! accepts v1-v10: flexible from v6, max timestamp v7+ (KIP-734), earliest local v8+ (KIP-405),
 //! latest tiered v9+ (KIP-1005), and v10 adds the request's `timeout_ms` for lookups that read
-//! remote (tiered) storage (KIP-1075); the v10 response is the same as v9's.
+//! remote (tiered) storage (KIP-1075); the v10 response is the same as v9's. v11 has v10's
+//! fields and only allows the earliest-pending-upload timestamp (KIP-1023).
 
 use crate::codec::{Decoder, Encoder};
 use crate::error::Result;
@@ -13,7 +14,7 @@ pub const API_KEY: i16 = 2;
 /// Lowest implemented version (Kafka 4 dropped 0).
 pub const MIN_VERSION: i16 = 1;
 /// Highest implemented version.
-pub const MAX_VERSION: i16 = 10;
+pub const MAX_VERSION: i16 = 11;
 /// First flexible version.
 pub const FLEXIBLE_MIN_VERSION: i16 = 6;
 
@@ -27,6 +28,24 @@ pub const MAX_TIMESTAMP: i64 = -3;
 pub const EARLIEST_LOCAL_TIMESTAMP: i64 = -4;
 /// Timestamp sentinel: last tiered offset (v9+).
 pub const LATEST_TIERED_TIMESTAMP: i64 = -5;
+/// Timestamp sentinel: earliest offset not yet uploaded to tiered storage (v11+).
+pub const EARLIEST_PENDING_UPLOAD_TIMESTAMP: i64 = -6;
+
+/// Whether a request of `version` may ask for `timestamp`: every non-negative timestamp, and
+/// each sentinel from the version that introduced it (Kafka's `timestampMinSupportedVersion`).
+/// Kafka answers anything else UNSUPPORTED_VERSION for that partition.
+pub fn timestamp_supported(version: i16, timestamp: i64) -> bool {
+    let min_version = match timestamp {
+        t if t >= 0 => return true,
+        LATEST_TIMESTAMP | EARLIEST_TIMESTAMP => MIN_VERSION,
+        MAX_TIMESTAMP => 7,
+        EARLIEST_LOCAL_TIMESTAMP => 8,
+        LATEST_TIERED_TIMESTAMP => 9,
+        EARLIEST_PENDING_UPLOAD_TIMESTAMP => 11,
+        _ => return false,
+    };
+    version >= min_version
+}
 
 fn flexible(version: i16) -> bool {
     version >= FLEXIBLE_MIN_VERSION
@@ -248,4 +267,35 @@ fn decode_partition_response(
     }
     read_end(d, flexible(version))?;
     Ok(p)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_sentinel_needs_the_version_that_introduced_it() {
+        for (timestamp, first) in [
+            (LATEST_TIMESTAMP, 1),
+            (EARLIEST_TIMESTAMP, 1),
+            (MAX_TIMESTAMP, 7),
+            (EARLIEST_LOCAL_TIMESTAMP, 8),
+            (LATEST_TIERED_TIMESTAMP, 9),
+            (EARLIEST_PENDING_UPLOAD_TIMESTAMP, 11),
+        ] {
+            for version in MIN_VERSION..=MAX_VERSION {
+                assert_eq!(
+                    timestamp_supported(version, timestamp),
+                    version >= first,
+                    "timestamp {timestamp} at v{version}"
+                );
+            }
+        }
+        for version in MIN_VERSION..=MAX_VERSION {
+            assert!(timestamp_supported(version, 0));
+            assert!(timestamp_supported(version, 1_700_000_000_000));
+            assert!(!timestamp_supported(version, -7));
+            assert!(!timestamp_supported(version, i64::MIN));
+        }
+    }
 }

@@ -130,7 +130,11 @@ fn api_versions_request(v: i16) -> api_versions::ApiVersionsRequest {
     let mut r = api_versions::ApiVersionsRequest::default();
     if v >= 3 {
         r.client_software_name = "apache-kafka-java".into();
-        r.client_software_version = "4.1.0".into();
+        r.client_software_version = "4.4.0".into();
+    }
+    if v >= 5 {
+        r.cluster_id = Some("MkU3OEVBNTcwNTJENDM2Qg".into());
+        r.node_id = 3;
     }
     r
 }
@@ -1272,17 +1276,20 @@ fn delete_groups_request(_v: i16) -> dg::DeleteGroupsRequest {
     }
 }
 
-fn delete_groups_response(_v: i16) -> dg::DeleteGroupsResponse {
+fn delete_groups_response(v: i16) -> dg::DeleteGroupsResponse {
     dg::DeleteGroupsResponse {
         throttle_time_ms: 10,
         results: vec![
             dg::DeletableGroupResult {
                 group_id: "orders-app".into(),
                 error_code: 68,
+                // v3+ carries the message; older versions have no field for it.
+                error_message: (v >= 3).then(|| "The group is not empty.".into()),
             },
             dg::DeletableGroupResult {
                 group_id: "billing".into(),
                 error_code: 0,
+                error_message: None,
             },
         ],
     }

@@ -5,6 +5,13 @@
 //! which Kafka parks in its remote list-offsets purgatory; every log here is local, so every
 //! lookup answers at once and the field has nothing to bound, as in Kafka for a topic without
 //! tiered storage.
+//!
+//! Each special timestamp needs the version that introduced it (v7 max timestamp, v8 earliest
+//! local, v9 latest tiered, v11 earliest pending upload); earlier versions, and negative
+//! timestamps Kafka does not define, get UNSUPPORTED_VERSION for that partition, as Kafka's
+//! ReplicaManager answers. Without tiered storage the local log is the whole log: earliest
+//! local is the log start offset, and latest tiered and earliest pending upload find no offset
+//! (-1, no error), which is what Kafka answers for a topic without remote storage.
 
 use sluice_protocol::error::ErrorCode;
 use sluice_protocol::messages::list_offsets::{
@@ -22,7 +29,7 @@ super::served_versions!(msg);
 /// Answers ListOffsets.
 pub async fn handle(
     ctx: &ShardContext,
-    _version: i16,
+    version: i16,
     request: ListOffsetsRequest,
 ) -> ListOffsetsResponse {
     let image = ctx.image();
@@ -32,10 +39,14 @@ pub async fn handle(
     for topic in &request.topics {
         let mut topic_plan = Vec::with_capacity(topic.partitions.len());
         for p in &topic.partitions {
-            let slot = locate(&image, &topic.name, p.partition_index).map(|(shard, tp, epoch)| {
-                routed.push((shard, (tp, p.timestamp)));
-                (routed.len() - 1, epoch)
-            });
+            let slot = if msg::timestamp_supported(version, p.timestamp) {
+                locate(&image, &topic.name, p.partition_index).map(|(shard, tp, epoch)| {
+                    routed.push((shard, (tp, p.timestamp)));
+                    (routed.len() - 1, epoch)
+                })
+            } else {
+                Err(ErrorCode::UNSUPPORTED_VERSION)
+            };
             topic_plan.push(slot);
         }
         plan.push(topic_plan);

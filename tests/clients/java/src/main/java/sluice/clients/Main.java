@@ -35,6 +35,7 @@ import org.apache.kafka.clients.admin.DescribeClusterResult;
 import org.apache.kafka.clients.admin.ListTopicsOptions;
 import org.apache.kafka.clients.admin.NewTopic;
 import org.apache.kafka.clients.admin.TopicDescription;
+import org.apache.kafka.clients.admin.TopicListing;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.ConsumerRebalanceListener;
 import org.apache.kafka.clients.consumer.OffsetAndMetadata;
@@ -72,6 +73,9 @@ import org.apache.kafka.common.serialization.ByteArraySerializer;
  * admin first-offset --bootstrap B --topic T --partition P (seekToBeginning + poll: position=P first_offset=O)
  * admin delete|describe-topic|autocreate --bootstrap B --topic T
  * admin list|describe-cluster --bootstrap B
+ * admin list-detail --bootstrap B [--internal true]   (lines: listing NAME id=TOPIC_ID internal=BOOL)
+ * admin describe-topics --bootstrap B --topics T1,T2,...   (per topic: "topic NAME id=ID internal=BOOL partitions=N"
+ *         and "partition NAME P leader=L replicas=R1;R2 isr=I1;I2", or "error NAME ExceptionClass"; exit 0)
  * </pre>
  *
  * Message format shared with the Python tests: key = prefix + seq, value = key + "|" + seq + "|" + 'x' * value-size.
@@ -567,6 +571,39 @@ public final class Main {
                     }
                     return 0;
                 }
+                case "list-detail": {
+                    boolean internal = Boolean.parseBoolean(o.getOrDefault("internal", "false"));
+                    List<TopicListing> listings = new ArrayList<>(
+                            admin.listTopics(new ListTopicsOptions().listInternal(internal)).listings().get());
+                    listings.sort(java.util.Comparator.comparing(TopicListing::name));
+                    for (TopicListing l : listings) {
+                        OUT.println("listing " + l.name() + " id=" + l.topicId() + " internal=" + l.isInternal());
+                    }
+                    return 0;
+                }
+                case "describe-topics": {
+                    // One future per name: an unknown topic fails only its own entry, as Admin reports it.
+                    List<String> topics = java.util.Arrays.asList(req(o, "topics").split(","));
+                    Map<String, org.apache.kafka.common.KafkaFuture<TopicDescription>> futures =
+                            admin.describeTopics(topics).topicNameValues();
+                    for (String name : topics) {
+                        TopicDescription td;
+                        try {
+                            td = futures.get(name).get();
+                        } catch (ExecutionException e) {
+                            OUT.println("error " + name + " " + e.getCause().getClass().getSimpleName());
+                            continue;
+                        }
+                        OUT.println("topic " + td.name() + " id=" + td.topicId() + " internal=" + td.isInternal()
+                                + " partitions=" + td.partitions().size());
+                        for (org.apache.kafka.common.TopicPartitionInfo pi : td.partitions()) {
+                            OUT.println("partition " + td.name() + " " + pi.partition()
+                                    + " leader=" + (pi.leader() == null ? "none" : pi.leader().id())
+                                    + " replicas=" + nodeIds(pi.replicas()) + " isr=" + nodeIds(pi.isr()));
+                        }
+                    }
+                    return 0;
+                }
                 case "describe-topic": {
                     String topic = req(o, "topic");
                     Map<String, TopicDescription> d = admin.describeTopics(Collections.singleton(topic)).allTopicNames().get();
@@ -586,6 +623,9 @@ public final class Main {
                     }
                     OUT.println("cluster_id=" + r.clusterId().get());
                     OUT.println("controller=" + (controller == null ? "none" : controller.id()));
+                    if (controller != null) {
+                        OUT.println("controller_node=" + controller.id() + '@' + controller.host() + ':' + controller.port());
+                    }
                     OUT.println("nodes=" + sb);
                     return 0;
                 }
@@ -634,6 +674,15 @@ public final class Main {
                     return 64;
             }
         }
+    }
+
+    /** Node ids joined by ';' ("" for none). */
+    private static String nodeIds(List<Node> nodes) {
+        StringBuilder sb = new StringBuilder();
+        for (Node n : nodes) {
+            sb.append(sb.length() == 0 ? "" : ";").append(n.id());
+        }
+        return sb.toString();
     }
 
     /** "a=1,b=2" as an ordered map. */
