@@ -11,13 +11,12 @@ use std::time::{Duration, Instant};
 
 use futures_channel::oneshot;
 use glommio::channels::channel_mesh::Receivers;
-use sluice_protocol::codec::Uuid;
-use sluice_shard::{Envelope, LocalWatch, MetadataError, ShardId, ShardMesh, ShardMessage};
-use tracing::{debug, error, info, warn};
-
 use sluice_controller::rpc::{ControllerRequest, ControllerResponse, MetadataEntry};
 use sluice_controller::rpc_net::RpcClient;
 use sluice_controller::{decode_entry, new_topic_id, MetadataState, QuorumController};
+use sluice_protocol::codec::Uuid;
+use sluice_shard::{Envelope, LocalWatch, MetadataError, ShardId, ShardMesh, ShardMessage};
+use tracing::{debug, error, info, warn};
 
 /// How long a forwarded change or a lifecycle call may take before the shard is told the
 /// controller is not available (the client retries).
