@@ -21,11 +21,10 @@ use glommio::channels::channel_mesh::MeshBuilder;
 use glommio::{ExecutorJoinHandle, LocalExecutorBuilder, Placement};
 use signal_hook::consts::{SIGINT, SIGTERM};
 use signal_hook::iterator::Signals;
+use sluice_broker::{AgentSettings, BrokerAgent, ControllerLink};
 use sluice_config::BrokerConfig;
 use sluice_controller::rpc_net;
-use sluice_controller::{
-    AgentSettings, BrokerAgent, ControllerLink, ControllerSettings, QuorumController,
-};
+use sluice_controller::{ControllerSettings, QuorumController};
 use sluice_server::metrics::{self, Readiness, Registry};
 use sluice_server::{run_shard, ShardEvent, ShardStart};
 use sluice_shard::{Envelope, ShardId, ShardMesh};

@@ -54,7 +54,7 @@ fn two_hours_of_idle_metadata_polls_cost_under_two_percent_of_a_core() {
         &dir,
         free_port(),
         &["sluice.metadata.fetch.max.wait.ms=6"],
-        "info,sluice_controller=debug,glommio=off",
+        "info,sluice_controller=debug,sluice_broker=debug,glommio=off",
     );
     let (cpu_first, wall_first) = (broker.cpu_time(), Instant::now());
     let deadline = wall_first + Duration::from_secs(240);
@@ -100,7 +100,7 @@ fn sigterm_ends_a_broker_whose_controllers_cannot_be_reached() {
             &format!("controller.quorum.voters=1@127.0.0.1:{controller_port}"),
             "controller.listener.names=CONTROLLER",
         ],
-        "info,sluice_controller=debug,glommio=off",
+        "info,sluice_controller=debug,sluice_broker=debug,glommio=off",
     );
     // It tries, and fails, to reach its controller.
     let deadline = Instant::now() + Duration::from_secs(30);

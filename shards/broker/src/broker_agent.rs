@@ -11,15 +11,12 @@ use std::time::{Duration, Instant};
 
 use futures_channel::oneshot;
 use glommio::channels::channel_mesh::Receivers;
+use sluice_controller::rpc::{ControllerRequest, ControllerResponse, MetadataEntry};
+use sluice_controller::rpc_net::RpcClient;
+use sluice_controller::{decode_entry, new_topic_id, MetadataState, QuorumController};
 use sluice_protocol::codec::Uuid;
 use sluice_shard::{Envelope, LocalWatch, MetadataError, ShardId, ShardMesh, ShardMessage};
 use tracing::{debug, error, info, warn};
-
-use crate::metadata_state::MetadataState;
-use crate::quorum_controller::QuorumController;
-use crate::records::decode_entry;
-use crate::rpc::{ControllerRequest, ControllerResponse};
-use crate::rpc_net::RpcClient;
 
 /// How long a forwarded change or a lifecycle call may take before the shard is told the
 /// controller is not available (the client retries).
@@ -170,7 +167,8 @@ impl BrokerAgent {
             link,
             mesh,
             state: RefCell::new(state),
-            incarnation_id: Uuid(crate::replication_control::new_topic_id().0),
+            // A random id as Kafka's Uuid.randomUuid (which skips the same reserved ids).
+            incarnation_id: new_topic_id(),
             broker_epoch: Cell::new(-1),
             fenced: Cell::new(true),
             published: LocalWatch::new(0),
@@ -415,7 +413,7 @@ impl BrokerAgent {
         }
     }
 
-    fn apply(&self, entries: Vec<crate::rpc::MetadataEntry>) {
+    fn apply(&self, entries: Vec<MetadataEntry>) {
         let mut state = self.state.borrow_mut();
         for entry in entries {
             if entry.index <= state.applied_index {
