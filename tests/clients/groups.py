@@ -329,10 +329,12 @@ def kill_one_of_three_scenario(broker, make_consumer, topic: str, count: int, ra
              "--bootstrap", broker.bootstrap, "--topic", topic, "--count", str(count), "--key-prefix", "k",
              "--acks", "all", "--max-rate", str(rate)],
             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-        time.sleep(3)
         victim = consumers[0]
+        # The victim dies while consuming: wait for its first records (a loaded machine can take
+        # seconds to start the producer's JVM), then let it read for a moment more.
+        wait_until(lambda: bool(victim.events().records), 90, "the victim to consume", [victim])
+        time.sleep(1)
         victim_partitions = victim.events().owned()
-        assert victim.events().records, "the victim was consuming"
         killed_at = victim.kill9()
         survivors = consumers[1:]
         wait_until(balanced(survivors, 12), session_timeout_ms / 1000 + 30,

@@ -1167,14 +1167,10 @@ mod tests {
         assert_eq!(topic.partitions[2].leader, 6);
     }
 
-    /// A broker's metadata long polls on an idle cluster: thousands of polls time out one
-    /// after another. Each must wait its whole time and leave nothing behind (a list of
-    /// waiters drained only by a commit once filled up after 1,024 idle polls, and from then
-    /// on every poll returned at once: the broker's follower spun a core).
-    #[test]
-    fn idle_metadata_polls_wait_their_full_time_and_leave_nothing_behind() {
+    /// Settings of a single local voter with its metadata in a fresh directory.
+    fn lone_voter(name: &str) -> (std::path::PathBuf, ControllerSettings) {
         let dir = std::env::temp_dir().join(format!(
-            "sluice-controller-idle-polls-{}-{}",
+            "sluice-controller-{name}-{}-{}",
             std::process::id(),
             raft_driver::epoch_ms()
         ));
@@ -1189,16 +1185,31 @@ mod tests {
             delete_topic_enable: true,
             partitions_max: 1000,
         };
+        (dir, settings)
+    }
+
+    /// The single voter elects itself and commits the cluster id.
+    async fn wait_for_cluster_id(controller: &QuorumController) {
+        let started = Instant::now();
+        while controller.state.borrow().image.cluster_id.is_empty() {
+            assert!(started.elapsed() < Duration::from_secs(10), "no cluster id");
+            glommio::timer::sleep(Duration::from_millis(5)).await;
+        }
+    }
+
+    /// A broker's metadata long polls on an idle cluster: thousands of polls time out one
+    /// after another. Each must wait its whole time and leave nothing behind (a list of
+    /// waiters drained only by a commit once filled up after 1,024 idle polls, and from then
+    /// on every poll returned at once: the broker's follower spun a core).
+    #[test]
+    fn idle_metadata_polls_wait_their_full_time_and_leave_nothing_behind() {
+        let (dir, settings) = lone_voter("idle-polls");
         glommio::LocalExecutorBuilder::default()
             .spawn(move || async move {
                 let controller = QuorumController::start(settings).expect("controller starts");
                 // The single voter elects itself and commits the cluster id; then nothing
                 // changes any more.
-                let started = Instant::now();
-                while controller.state.borrow().image.cluster_id.is_empty() {
-                    assert!(started.elapsed() < Duration::from_secs(10), "no cluster id");
-                    glommio::timer::sleep(Duration::from_millis(5)).await;
-                }
+                wait_for_cluster_id(&controller).await;
                 let applied = controller.applied.value();
                 assert!(applied > 0);
                 const POLLS: u32 = 3_000;
@@ -1234,30 +1245,11 @@ mod tests {
     #[test]
     fn features_are_updated_through_the_log_and_the_quorum_is_described() {
         use sluice_shard::{FeatureUpdate, UpgradeType};
-        let dir = std::env::temp_dir().join(format!(
-            "sluice-controller-features-{}-{}",
-            std::process::id(),
-            raft_driver::epoch_ms()
-        ));
-        let settings = ControllerSettings {
-            node_id: 1,
-            voters: vec![(1, None)],
-            endpoints: Vec::new(),
-            metadata_dir: dir.clone(),
-            tick: Duration::from_millis(10),
-            election_timeout: Duration::from_millis(200),
-            broker_session_timeout: Duration::from_secs(9),
-            delete_topic_enable: true,
-            partitions_max: 1000,
-        };
+        let (dir, settings) = lone_voter("features");
         glommio::LocalExecutorBuilder::default()
             .spawn(move || async move {
                 let controller = QuorumController::start(settings).expect("controller starts");
-                let started = Instant::now();
-                while controller.state.borrow().image.cluster_id.is_empty() {
-                    assert!(started.elapsed() < Duration::from_secs(10), "no cluster id");
-                    glommio::timer::sleep(Duration::from_millis(5)).await;
-                }
+                wait_for_cluster_id(&controller).await;
                 let update = |name: &str, level, upgrade_type| FeatureUpdate {
                     name: name.into(),
                     level,
