@@ -11,13 +11,13 @@ from __future__ import annotations
 import json
 import os
 import re
-import socket
 import struct
 
 import kafka_api_versions
 import kafka_cli
 import pytest
 from kafka import KafkaProducer
+from wire import call, carray, cstring
 
 BROKER_SETTINGS = {"num.partitions": 1}
 NODE_ID = 1  # both targets run node.id 1
@@ -67,75 +67,6 @@ def produce(broker, topic: str, partition: int, count: int, first_ts: int, size:
 
 # ---------------------------------------------------------------------------- raw requests
 
-class Reader:
-    def __init__(self, buf: bytes):
-        self.buf, self.pos = buf, 0
-
-    def take(self, fmt: str):
-        (v,) = struct.unpack_from(">" + fmt, self.buf, self.pos)
-        self.pos += struct.calcsize(">" + fmt)
-        return v
-
-    def uvarint(self) -> int:
-        value = shift = 0
-        while True:
-            b = self.buf[self.pos]
-            self.pos += 1
-            value |= (b & 0x7F) << shift
-            if not b & 0x80:
-                return value
-            shift += 7
-
-    def string(self) -> str | None:
-        n = self.uvarint() - 1
-        if n < 0:
-            return None
-        s = self.buf[self.pos:self.pos + n].decode()
-        self.pos += n
-        return s
-
-    def array(self, item) -> list | None:
-        n = self.uvarint() - 1
-        return None if n < 0 else [item(self) for _ in range(n)]
-
-    def tags(self) -> None:
-        for _ in range(self.uvarint()):
-            self.uvarint()
-            self.pos += self.uvarint()
-
-
-def uvarint(n: int) -> bytes:
-    out = bytearray()
-    while n >= 0x80:
-        out.append(n & 0x7F | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
-
-
-def cstring(s: str) -> bytes:
-    b = s.encode()
-    return uvarint(len(b) + 1) + b
-
-
-def carray(items: list[bytes] | None) -> bytes:
-    return b"\x00" if items is None else uvarint(len(items) + 1) + b"".join(items)
-
-
-def call(broker, api_key: int, version: int, body: bytes) -> Reader:
-    """One flexible request (header v2) and its response body (after header v1)."""
-    header = struct.pack(">hhi", api_key, version, 7) + struct.pack(">h", 4) + b"test" + b"\x00"
-    host, port = broker.bootstrap.rsplit(":", 1)
-    with socket.create_connection((host, int(port)), timeout=30) as s:
-        frame = header + body
-        s.sendall(struct.pack(">i", len(frame)) + frame)
-        (size,) = struct.unpack(">i", kafka_api_versions._recv_exact(s, 4))
-        r = Reader(kafka_api_versions._recv_exact(s, size))
-    assert r.take("i") == 7
-    r.tags()
-    return r
-
-
 def describe_topic_partitions(broker, topics: list[str], limit: int = 2000,
                               cursor: tuple[str, int] | None = None) -> dict:
     body = carray([cstring(t) + b"\x00" for t in topics]) + struct.pack(">i", limit)
@@ -152,8 +83,7 @@ def describe_topic_partitions(broker, topics: list[str], limit: int = 2000,
         return p
 
     def topic(r):
-        t = {"error": r.take("h"), "name": r.string(), "id": r.buf[r.pos:r.pos + 16]}
-        r.pos += 16
+        t = {"error": r.take("h"), "name": r.string(), "id": r.raw(16)}
         t.update(internal=r.take("?"), partitions=r.array(partition), operations=r.take("i"))
         r.tags()
         return t

@@ -13,12 +13,12 @@ Apache Kafka 4.4.0 answers them (the same test runs with SLUICE_TARGET=kafka):
 
 from __future__ import annotations
 
-import socket
 import struct
 
 from kafka import KafkaConsumer, KafkaProducer
 
-import harness
+import wire
+from wire import carray, cstring
 
 BROKER_SETTINGS = {"num.partitions": 1, "auto.create.topics.enable": True}
 NONE, UNSUPPORTED_VERSION, UNKNOWN_TOPIC_OR_PARTITION = 0, 35, 3
@@ -26,96 +26,35 @@ INVALID_REQUEST, REBOOTSTRAP_REQUIRED = 42, 129
 GROUP_ID_NOT_FOUND, NON_EMPTY_GROUP = 69, 68
 
 
-def uvarint(n: int) -> bytes:
-    out = b""
-    while n >= 0x80:
-        out += bytes([(n & 0x7F) | 0x80])
-        n >>= 7
-    return out + bytes([n])
-
-
-def cstr(s: str | None) -> bytes:
-    if s is None:
-        return b"\x00"
-    b = s.encode()
-    return uvarint(len(b) + 1) + b
-
-
-def carr(items: list[bytes]) -> bytes:
-    return uvarint(len(items) + 1) + b"".join(items)
-
-
-class Reader:
-    def __init__(self, buf: bytes):
-        self.buf, self.pos = buf, 0
-
-    def fixed(self, fmt: str):
-        (v,) = struct.unpack_from(fmt, self.buf, self.pos)
-        self.pos += struct.calcsize(fmt)
-        return v
-
-    def uvarint(self) -> int:
-        value = shift = 0
-        while True:
-            b = self.buf[self.pos]
-            self.pos += 1
-            value |= (b & 0x7F) << shift
-            if not b & 0x80:
-                return value
-            shift += 7
-
-    def cstr(self) -> str | None:
-        n = self.uvarint() - 1
-        if n < 0:
-            return None
-        s = self.buf[self.pos:self.pos + n].decode()
-        self.pos += n
-        return s
-
-    def skip_tags(self) -> None:
-        for _ in range(self.uvarint()):
-            self.uvarint()
-            self.pos += self.uvarint()
-
-
-def call(broker, key: int, version: int, body: bytes, flexible: bool, response_header_tags: bool) -> Reader:
-    """One request (header v2 when flexible, else v1), the response body after its header."""
-    client_id = b"newer-versions"
-    header = struct.pack(">hhih", key, version, 11, len(client_id)) + client_id + (b"\x00" if flexible else b"")
-    with socket.create_connection(("127.0.0.1", broker.port), timeout=30) as s:
-        s.sendall(struct.pack(">i", len(header) + len(body)) + header + body)
-        (size,) = struct.unpack(">i", harness._recv_exact(s, 4))
-        r = Reader(harness._recv_exact(s, size))
-    assert r.fixed(">i") == 11
-    if response_header_tags:
-        r.skip_tags()
-    return r
+def call(broker, key: int, version: int, body: bytes, flexible: bool = True) -> wire.Reader:
+    """This module's requests: client id "newer-versions", correlation id 11."""
+    return wire.call(broker, key, version, body, flexible=flexible, client_id=b"newer-versions", correlation_id=11)
 
 
 def api_versions(broker, version: int, name: str = "sluice-tests", cluster_id: str | None = None,
                  node_id: int = -1) -> tuple[int, int]:
     """(error code, number of APIs listed). The response header is v0 for every version."""
-    body = cstr(name) + cstr("1.0")
+    body = cstring(name) + cstring("1.0")
     if version >= 5:
-        body += cstr(cluster_id) + struct.pack(">i", node_id)
-    r = call(broker, 18, version, body + b"\x00", flexible=True, response_header_tags=False)
-    return r.fixed(">h"), r.uvarint() - 1
+        body += cstring(cluster_id) + struct.pack(">i", node_id)
+    r = call(broker, 18, version, body + b"\x00")
+    return r.take("h"), r.uvarint() - 1
 
 
 def metadata_identity(broker) -> tuple[str, int]:
     """The cluster id and node id the broker reports in Metadata v12 (all topics)."""
     body = b"\x00\x00\x00\x00"  # topics null (all), no auto creation, no authorized operations, tags
-    r = call(broker, 3, 12, body, flexible=True, response_header_tags=True)
-    r.fixed(">i")  # throttle
+    r = call(broker, 3, 12, body)
+    r.take("i")  # throttle
     brokers = []
     for _ in range(r.uvarint() - 1):
-        node = r.fixed(">i")
-        r.cstr()
-        r.fixed(">i")
-        r.cstr()
-        r.skip_tags()
+        node = r.take("i")
+        r.string()
+        r.take("i")
+        r.string()
+        r.tags()
         brokers.append(node)
-    cluster_id = r.cstr()
+    cluster_id = r.string()
     assert len(brokers) == 1, brokers
     return cluster_id, brokers[0]
 
@@ -139,25 +78,24 @@ def list_offsets(broker, version: int, topic: str, timestamp: int) -> tuple[int,
     flexible = version >= 6
     partition = struct.pack(">i", 0) + (struct.pack(">i", -1) if version >= 4 else b"") + struct.pack(">q", timestamp)
     if flexible:
-        body = (struct.pack(">ib", -1, 0) + carr([cstr(topic) + carr([partition + b"\x00"]) + b"\x00"])
+        body = (struct.pack(">ib", -1, 0) + carray([cstring(topic) + carray([partition + b"\x00"]) + b"\x00"])
                 + (struct.pack(">i", 5000) if version >= 10 else b"") + b"\x00")
     else:
         name = topic.encode()
         body = (struct.pack(">i", -1) + (b"\x00" if version >= 2 else b"") + struct.pack(">i", 1)
                 + struct.pack(">h", len(name)) + name + struct.pack(">i", 1) + partition)
-    r = call(broker, 2, version, body, flexible=flexible, response_header_tags=flexible)
+    r = call(broker, 2, version, body, flexible=flexible)
     if version >= 2:
-        r.fixed(">i")  # throttle
+        r.take("i")  # throttle
     if flexible:
-        assert r.uvarint() == 2 and r.cstr() == topic and r.uvarint() == 2
+        assert r.uvarint() == 2 and r.string() == topic and r.uvarint() == 2
     else:
-        assert r.fixed(">i") == 1
-        n = r.fixed(">h")
-        assert r.buf[r.pos:r.pos + n].decode() == topic
-        r.pos += n
-        assert r.fixed(">i") == 1
-    assert r.fixed(">i") == 0  # partition index
-    return r.fixed(">h"), r.fixed(">q"), r.fixed(">q")
+        assert r.take("i") == 1
+        n = r.take("h")
+        assert r.raw(n).decode() == topic
+        assert r.take("i") == 1
+    assert r.take("i") == 0  # partition index
+    return r.take("h"), r.take("q"), r.take("q")
 
 
 def test_list_offsets_special_timestamps_by_version(broker):
@@ -184,14 +122,13 @@ def test_list_offsets_special_timestamps_by_version(broker):
 
 
 def delete_groups(broker, version: int, groups: list[str]) -> dict[str, tuple[int, str | None]]:
-    r = call(broker, 42, version, carr([cstr(g) for g in groups]) + b"\x00", flexible=True,
-             response_header_tags=True)
-    r.fixed(">i")  # throttle
+    r = call(broker, 42, version, carray([cstring(g) for g in groups]) + b"\x00")
+    r.take("i")  # throttle
     out = {}
     for _ in range(r.uvarint() - 1):
-        group, code = r.cstr(), r.fixed(">h")
-        message = r.cstr() if version >= 3 else "absent"
-        r.skip_tags()
+        group, code = r.string(), r.take("h")
+        message = r.string() if version >= 3 else "absent"
+        r.tags()
         out[group] = (code, message)
     return out
 

@@ -14,12 +14,12 @@ verdict per check, is the table in shards/protocol/README.md ("Accepting what Ka
 - ApiVersions at a version from the future, with header tags: a v0 answer with
   UNSUPPORTED_VERSION that lists only ApiVersions' own range, as Kafka does."""
 
-import socket
 import struct
 import time
 
 import pytest
 from kafka.admin import KafkaAdminClient, NewTopic
+from wire import Connection, Reader, cstring, header, uvarint
 
 BROKER_SETTINGS = {"auto.create.topics.enable": False}
 TOPIC = "wire-lenient"
@@ -28,114 +28,40 @@ INVALID_TOPIC_EXCEPTION = 17
 UNSUPPORTED_VERSION = 35
 
 
-class Conn:
-    def __init__(self, port: int):
-        self.s = socket.create_connection(("127.0.0.1", port), timeout=15)
-
-    def roundtrip(self, frame: bytes) -> bytes:
-        self.s.sendall(struct.pack(">i", len(frame)) + frame)
-        size = struct.unpack(">i", self._exact(4))[0]
-        return self._exact(size)
-
-    def _exact(self, n: int) -> bytes:
-        out = b""
-        while len(out) < n:
-            chunk = self.s.recv(n - len(out))
-            assert chunk, "the broker closed the connection instead of answering"
-            out += chunk
-        return out
-
-    def close(self):
-        self.s.close()
-
-
-def uvarint(v: int) -> bytes:
-    out = b""
-    while True:
-        b = v & 0x7F
-        v >>= 7
-        if v:
-            out += bytes([b | 0x80])
-        else:
-            return out + bytes([b])
-
-
-def compact(b: bytes) -> bytes:
-    return uvarint(len(b) + 1) + b
-
-
-def header(api_key: int, version: int, corr: int, client_id: bytes | None, tags: bytes | None) -> bytes:
-    cid = struct.pack(">h", -1) if client_id is None else struct.pack(">h", len(client_id)) + client_id
-    return struct.pack(">hhi", api_key, version, corr) + cid + (tags if tags is not None else b"")
-
-
 def metadata_v12(names: list[bytes], topic_tags: bytes = b"\x00", tags: bytes = b"\x00",
                  count: bytes | None = None) -> bytes:
     body = count if count is not None else uvarint(len(names) + 1)
     for n in names:
-        body += b"\x00" * 16 + compact(n) + topic_tags
+        body += b"\x00" * 16 + cstring(n) + topic_tags
     return body + b"\x01\x00" + tags  # allow_auto_topic_creation, include_topic_authorized_operations
-
-
-class Reader:
-    def __init__(self, b: bytes):
-        self.b, self.p = b, 0
-
-    def take(self, n):
-        v = self.b[self.p:self.p + n]
-        assert len(v) == n, f"response truncated at {self.p}"
-        self.p += n
-        return v
-
-    def i8(self): return struct.unpack(">b", self.take(1))[0]
-    def i16(self): return struct.unpack(">h", self.take(2))[0]
-    def i32(self): return struct.unpack(">i", self.take(4))[0]
-
-    def uvarint(self):
-        v = shift = 0
-        while True:
-            b = self.take(1)[0]
-            v |= (b & 0x7F) << shift
-            shift += 7
-            if not b & 0x80:
-                return v
-
-    def cstr(self):
-        n = self.uvarint() - 1
-        return None if n < 0 else self.take(n).decode("utf-8", "replace")
-
-    def tags(self):
-        for _ in range(self.uvarint()):
-            self.uvarint()
-            self.take(self.uvarint())
 
 
 def parse_metadata_v12(frame: bytes, corr: int) -> dict:
     """Metadata v12 response (header v1): brokers, cluster id, controller, topics with their error
     code and partition count."""
     r = Reader(frame)
-    assert r.i32() == corr, "correlation id"
+    assert r.take("i") == corr, "correlation id"
     r.tags()
-    r.i32()  # throttle
+    r.take("i")  # throttle
     brokers = []
     for _ in range(r.uvarint() - 1):
-        brokers.append((r.i32(), r.cstr(), r.i32()))
-        r.cstr()
+        brokers.append((r.take("i"), r.string("replace"), r.take("i")))
+        r.string("replace")
         r.tags()
-    cluster_id, controller = r.cstr(), r.i32()
+    cluster_id, controller = r.string("replace"), r.take("i")
     topics = {}
     for _ in range(r.uvarint() - 1):
-        error, name = r.i16(), r.cstr()
-        r.take(16)
-        r.i8()
+        error, name = r.take("h"), r.string("replace")
+        r.raw(16)
+        r.take("b")
         partitions = r.uvarint() - 1
         for _ in range(max(partitions, 0)):
-            r.i16(), r.i32(), r.i32(), r.i32()
+            r.take("h"), r.take("i"), r.take("i"), r.take("i")
             for _ in range(3):
                 for _ in range(r.uvarint() - 1):
-                    r.i32()
+                    r.take("i")
             r.tags()
-        r.i32()
+        r.take("i")
         r.tags()
         topics[name] = (error, partitions)
     r.tags()
@@ -147,7 +73,7 @@ def conn(broker):
     admin = KafkaAdminClient(bootstrap_servers=broker.bootstrap, request_timeout_ms=30000)
     admin.create_topics([NewTopic(TOPIC, num_partitions=2, replication_factor=1)])
     admin.close()
-    c = Conn(broker.port)
+    c = Connection(broker, timeout=15)
     # Kafka publishes a created topic to its metadata asynchronously.
     deadline = time.time() + 30
     while True:
@@ -198,26 +124,26 @@ def test_null_client_id_in_header_v1(conn):
     body = struct.pack(">i", 1) + struct.pack(">h", len(TOPIC)) + TOPIC.encode()
     frame = conn.roundtrip(header(3, 1, 16, None, None) + body)
     r = Reader(frame)
-    assert r.i32() == 16
-    for _ in range(r.i32()):  # brokers: node_id, host, port, rack
-        r.i32(), r.take(r.i16()), r.i32()
-        n = r.i16()
+    assert r.take("i") == 16
+    for _ in range(r.take("i")):  # brokers: node_id, host, port, rack
+        r.take("i"), r.raw(r.take("h")), r.take("i")
+        n = r.take("h")
         if n > 0:
-            r.take(n)
-    r.i32()  # controller
-    assert r.i32() == 1
-    error, name = r.i16(), r.take(r.i16()).decode()
+            r.raw(n)
+    r.take("i")  # controller
+    assert r.take("i") == 1
+    error, name = r.take("h"), r.raw(r.take("h")).decode()
     assert (error, name) == (0, TOPIC)
 
 
 def test_api_versions_from_the_future(conn):
     frame = conn.roundtrip(header(18, 99, 17, b"future", b"\x01\x03\x01\xff") + b"\xde\xad\xbe\xef")
     r = Reader(frame)
-    assert r.i32() == 17  # response header v0, always, for ApiVersions
-    assert r.i16() == UNSUPPORTED_VERSION
+    assert r.take("i") == 17  # response header v0, always, for ApiVersions
+    assert r.take("h") == UNSUPPORTED_VERSION
     keys = {}
-    for _ in range(r.i32()):  # v0 body: classic array of (api_key, min, max)
-        k, lo, hi = r.i16(), r.i16(), r.i16()
+    for _ in range(r.take("i")):  # v0 body: classic array of (api_key, min, max)
+        k, lo, hi = r.take("h"), r.take("h"), r.take("h")
         keys[k] = (lo, hi)
     # Kafka lists only ApiVersions' own range (ApiVersionsRequest.getErrorResponse).
     assert list(keys) == [18] and keys[18][0] == 0 and keys[18][1] >= 3, keys
