@@ -199,35 +199,17 @@ impl Broker {
     /// SIGTERM, then waits up to `limit` for the exit: its status and how long it took, or
     /// None if the process was still running then (it is killed).
     pub fn stop_within(mut self, limit: Duration) -> Option<(ExitStatus, Duration)> {
-        let mut child = self.child.take().unwrap();
+        let child = self.child.take().unwrap();
         let asked = Instant::now();
         // SAFETY: kill(2) on our child's pid.
         unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
-        while asked.elapsed() < limit {
-            if let Some(status) = child.try_wait().unwrap() {
-                return Some((status, asked.elapsed()));
-            }
-            std::thread::sleep(Duration::from_millis(10));
-        }
-        let _ = child.kill();
-        let _ = child.wait();
-        None
+        wait_exit(child, limit).map(|status| (status, asked.elapsed()))
     }
 
     /// Waits up to `limit` for the process to exit on its own: its status, or None if it still
     /// runs (it is killed).
     pub fn exit_within(mut self, limit: Duration) -> Option<ExitStatus> {
-        let mut child = self.child.take().unwrap();
-        let started = Instant::now();
-        while started.elapsed() < limit {
-            if let Some(status) = child.try_wait().unwrap() {
-                return Some(status);
-            }
-            std::thread::sleep(Duration::from_millis(10));
-        }
-        let _ = child.kill();
-        let _ = child.wait();
-        None
+        wait_exit(self.child.take().unwrap(), limit)
     }
 
     /// CPU time the process has used so far (user + system, all threads).
@@ -263,6 +245,20 @@ impl Broker {
     pub fn log(&self) -> String {
         std::fs::read_to_string(self.dir.join("broker.log")).unwrap_or_default()
     }
+}
+
+/// Waits up to `limit` for `child` to exit: its status, or None (it is killed).
+fn wait_exit(mut child: Child, limit: Duration) -> Option<ExitStatus> {
+    let started = Instant::now();
+    while started.elapsed() < limit {
+        if let Some(status) = child.try_wait().unwrap() {
+            return Some(status);
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    None
 }
 
 impl Drop for Broker {

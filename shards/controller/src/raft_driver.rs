@@ -189,13 +189,11 @@ pub fn open(
         .filter(|(id, _)| *id != settings.node_id)
         .filter_map(|(id, addr)| addr.map(|addr| (raft_id(*id), RpcClient::new(addr, 256))))
         .collect();
-    let heartbeat = settings.tick * config.heartbeat_ticks as u32;
     let driver = Driver {
         node_id: settings.node_id,
         tick: settings.tick,
         ticked_at: Instant::now(),
         heartbeat_ticks: config.heartbeat_ticks,
-        wait_max: heartbeat,
         node,
         log,
         peers,
@@ -230,7 +228,7 @@ struct Driver {
     node_id: i32,
     /// Length of one Raft tick. Ticks are not delivered one by one: the driver sleeps until the
     /// next tick that does something (a heartbeat, an election timeout) or the next input, and
-    /// then hands the node every tick that has passed. Idle controllers used to be woken 100
+    /// then hands the node the ticks that have passed (`catch_up`). Idle controllers were woken 100
     /// times a second, each wake costing ~7 `io_uring_enter` calls and a membarrier
     /// (bench/results/2026-12-01-soak.md: 0.57-0.76 % of a core per idle controller).
     tick: Duration,
@@ -238,9 +236,6 @@ struct Driver {
     ticked_at: Instant,
     /// One heartbeat interval in ticks: how far past its next due tick a catch-up may go.
     heartbeat_ticks: usize,
-    /// The longest sleep between deliveries (one heartbeat interval), so a role change made by
-    /// an input (a vote won) never waits behind a sleep computed for the old role.
-    wait_max: Duration,
     node: QuorumNode,
     log: QuorumLog<FileDisk>,
     peers: BTreeMap<u64, RpcClient>,
@@ -281,7 +276,7 @@ impl Driver {
             // that answered it). The yield lets the tasks that read peers' sockets queue what
             // the kernel already holds. Ticks still run at least once per heartbeat interval.
             futures_lite::future::yield_now().await;
-            if self.handle.inbox.len() == 0 || self.ticked_at.elapsed() >= self.wait_max {
+            if self.handle.inbox.len() == 0 || self.ticked_at.elapsed() >= self.wait_max() {
                 if let Err(error) = self.catch_up().and_then(|()| self.drain_ready()) {
                     return self.fail(error);
                 }
@@ -340,6 +335,12 @@ impl Driver {
         Ok(())
     }
 
+    /// The longest sleep between deliveries (one heartbeat interval), so a role change made by
+    /// an input (a vote won) never waits behind a sleep computed for the old role.
+    fn wait_max(&self) -> Duration {
+        self.tick * self.heartbeat_ticks as u32
+    }
+
     /// How long the driver may sleep when no input comes: until the node's next due tick.
     fn wait(&self) -> Duration {
         if self.peers.is_empty() && self.role == StateRole::Leader {
@@ -348,7 +349,7 @@ impl Driver {
         let due_at = self.ticked_at + self.tick * self.node.ticks_until_due() as u32;
         due_at
             .saturating_duration_since(Instant::now())
-            .min(self.wait_max)
+            .min(self.wait_max())
     }
 
     fn step(&mut self, message: Message) -> Result<(), QuorumError> {
