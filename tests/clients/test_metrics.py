@@ -162,6 +162,26 @@ def test_health_and_ready(broker):
     assert get("/no-such-path")[0] == 404
 
 
+def test_idle_connections_are_bounded_and_time_out(broker):
+    """Connections that send nothing: at most 8 are held (more are closed at accept), each for 5 s
+    (the endpoint's read timeout); then scrapes are served again."""
+    import socket
+    held = [socket.create_connection(("127.0.0.1", METRICS_PORT), timeout=10) for _ in range(8)]
+    try:
+        extra = socket.create_connection(("127.0.0.1", METRICS_PORT), timeout=10)
+        assert extra.recv(1) == b"", "a ninth idle connection was held open"
+        extra.close()
+        started = time.monotonic()
+        for s in held:
+            assert s.recv(1) == b"", "an idle connection got bytes"
+        closed_after = time.monotonic() - started
+        assert closed_after < 8, f"idle connections held for {closed_after:.1f} s"
+        assert get("/health")[0] == 200
+    finally:
+        for s in held:
+            s.close()
+
+
 def test_metrics_move_with_traffic(broker):
     topic = f"metrics-{uuid.uuid4().hex[:8]}"
     group = f"metrics-group-{uuid.uuid4().hex[:8]}"
