@@ -1,0 +1,437 @@
+//! The log's disk paths alone, measured on this host: how much CPU (the process's, and the whole
+//! machine's, which includes the kernel's writeback threads) a GiB costs when appended or read
+//! through the page cache (io_uring buffered as Sluice does today, or plain `pwrite`/`pread` as
+//! Kafka does) or with O_DIRECT from aligned buffers (glommio's DmaFile).
+//!
+//! One invocation runs one mode and prints one JSON line; `bench/iopath/run` runs every mode
+//! several times, interleaved, and writes the table. Appends are unaligned (131,000 bytes by
+//! default, like real record batches), so the O_DIRECT writer pays what a log pays: it rewrites
+//! the partial last block of every append.
+
+use std::cell::RefCell;
+use std::error::Error;
+use std::fs::OpenOptions;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+
+use glommio::io::{BufferedFile, DmaFile};
+use glommio::{LocalExecutorBuilder, Placement};
+
+type Result<T> = std::result::Result<T, Box<dyn Error>>;
+
+const USAGE: &str = "usage: sluice-iopath --dir DIR --mode MODE [--total-mib N] [--append-bytes N] [--files N] [--read-kib N] [--drop-caches]
+modes: write-uring-buffered  write-pwrite  write-direct  read-uring-buffered  read-pread  read-direct
+A read mode reads the files the last write mode left in DIR.";
+
+#[derive(Clone, Copy, PartialEq, Debug)]
+enum Mode {
+    WriteUringBuffered,
+    WritePwrite,
+    WriteDirect,
+    ReadUringBuffered,
+    ReadPread,
+    ReadDirect,
+}
+
+impl Mode {
+    fn parse(name: &str) -> Option<Mode> {
+        Some(match name {
+            "write-uring-buffered" => Mode::WriteUringBuffered,
+            "write-pwrite" => Mode::WritePwrite,
+            "write-direct" => Mode::WriteDirect,
+            "read-uring-buffered" => Mode::ReadUringBuffered,
+            "read-pread" => Mode::ReadPread,
+            "read-direct" => Mode::ReadDirect,
+            _ => return None,
+        })
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Mode::WriteUringBuffered => "write-uring-buffered",
+            Mode::WritePwrite => "write-pwrite",
+            Mode::WriteDirect => "write-direct",
+            Mode::ReadUringBuffered => "read-uring-buffered",
+            Mode::ReadPread => "read-pread",
+            Mode::ReadDirect => "read-direct",
+        }
+    }
+
+    fn is_write(self) -> bool {
+        matches!(
+            self,
+            Mode::WriteUringBuffered | Mode::WritePwrite | Mode::WriteDirect
+        )
+    }
+}
+
+struct Args {
+    dir: PathBuf,
+    mode: Mode,
+    total_bytes: u64,
+    append_bytes: usize,
+    files: usize,
+    read_bytes: usize,
+    drop_caches: bool,
+}
+
+fn parse_args() -> Result<Args> {
+    let mut dir = None;
+    let mut mode = None;
+    let mut total_mib: u64 = 2048;
+    let mut append_bytes: usize = 131_000;
+    let mut files: usize = 16;
+    let mut read_kib: usize = 1024;
+    let mut drop_caches = false;
+    let mut args = std::env::args().skip(1);
+    while let Some(arg) = args.next() {
+        let mut value = || args.next().ok_or_else(|| format!("{arg} needs a value\n{USAGE}"));
+        match arg.as_str() {
+            "--dir" => dir = Some(PathBuf::from(value()?)),
+            "--mode" => {
+                let name = value()?;
+                mode = Some(Mode::parse(&name).ok_or(format!("unknown mode {name}\n{USAGE}"))?);
+            }
+            "--total-mib" => total_mib = value()?.parse()?,
+            "--append-bytes" => append_bytes = value()?.parse()?,
+            "--files" => files = value()?.parse()?,
+            "--read-kib" => read_kib = value()?.parse()?,
+            "--drop-caches" => drop_caches = true,
+            _ => return Err(format!("unknown argument {arg}\n{USAGE}").into()),
+        }
+    }
+    let (Some(dir), Some(mode)) = (dir, mode) else {
+        return Err(USAGE.into());
+    };
+    if files == 0 || append_bytes == 0 || read_kib == 0 {
+        return Err("--files, --append-bytes and --read-kib must be positive".into());
+    }
+    Ok(Args {
+        dir,
+        mode,
+        total_bytes: total_mib * 1024 * 1024,
+        append_bytes,
+        files,
+        read_bytes: read_kib * 1024,
+        drop_caches,
+    })
+}
+
+/// CPU seconds of this process (every thread, io_uring's io-wq workers included) and of the
+/// whole machine (busy time of every CPU: includes the kernel's writeback and interrupt work).
+#[derive(Clone, Copy)]
+struct CpuSample {
+    process_s: f64,
+    machine_busy_s: f64,
+}
+
+fn cpu_sample() -> Result<CpuSample> {
+    // SAFETY: getrusage only writes the struct it is given.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: a valid pointer to a rusage the call may fill.
+    let rc = unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) };
+    if rc != 0 {
+        return Err(std::io::Error::last_os_error().into());
+    }
+    let seconds = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    let process_s = seconds(usage.ru_utime) + seconds(usage.ru_stime);
+    let stat = std::fs::read_to_string("/proc/stat")?;
+    let line = stat.lines().next().ok_or("empty /proc/stat")?;
+    let fields: Vec<u64> = line
+        .split_whitespace()
+        .skip(1)
+        .map(|f| f.parse::<u64>())
+        .collect::<std::result::Result<_, _>>()?;
+    // user nice system idle iowait irq softirq steal ...: busy is all but idle and iowait.
+    let total: u64 = fields.iter().take(8).sum();
+    let idle = fields.get(3).copied().unwrap_or(0) + fields.get(4).copied().unwrap_or(0);
+    // USER_HZ is 100 on every Linux ABI.
+    let machine_busy_s = (total - idle) as f64 / 100.0;
+    Ok(CpuSample {
+        process_s,
+        machine_busy_s,
+    })
+}
+
+fn file_path(dir: &Path, index: usize) -> PathBuf {
+    dir.join(format!("{index:08}.log"))
+}
+
+/// The bytes every append writes: a fixed pattern (content does not matter to the kernel).
+fn pattern(len: usize) -> Vec<u8> {
+    (0..len).map(|i| (i * 131 % 251) as u8).collect()
+}
+
+#[derive(Default)]
+struct Tally {
+    /// Bytes handed to the kernel (O_DIRECT: whole blocks, the rewritten partial one included).
+    device_bytes: u64,
+    /// Per-operation latency, microseconds.
+    latencies_us: Vec<u32>,
+}
+
+async fn write_uring_buffered(path: PathBuf, bytes: u64, src: Rc<Vec<u8>>) -> Result<Tally> {
+    let file = BufferedFile::create(&path).await?;
+    let mut tally = Tally::default();
+    let mut pos = 0u64;
+    while pos < bytes {
+        let started = Instant::now();
+        // What Sluice's Log::append does today: glommio's write_at takes an owned Vec.
+        let written = file.write_at(src.to_vec(), pos).await?;
+        if written != src.len() {
+            return Err(format!("short write {written} of {}", src.len()).into());
+        }
+        tally.latencies_us.push(elapsed_us(started));
+        pos += written as u64;
+        tally.device_bytes += written as u64;
+    }
+    file.close().await?;
+    Ok(tally)
+}
+
+fn write_pwrite(path: PathBuf, bytes: u64, src: &[u8]) -> Result<Tally> {
+    let file = OpenOptions::new()
+        .create(true)
+        .truncate(true)
+        .write(true)
+        .open(&path)?;
+    let mut tally = Tally::default();
+    let mut pos = 0u64;
+    while pos < bytes {
+        let started = Instant::now();
+        file.write_all_at(src, pos)?;
+        tally.latencies_us.push(elapsed_us(started));
+        pos += src.len() as u64;
+        tally.device_bytes += src.len() as u64;
+    }
+    Ok(tally)
+}
+
+/// Appends as a log on O_DIRECT must: every write starts at the block holding the previous
+/// append's end, so the partial last block is written again with the new bytes after it.
+async fn write_direct(path: PathBuf, bytes: u64, src: Rc<Vec<u8>>) -> Result<Tally> {
+    let file = DmaFile::create(&path).await?;
+    let align = file.alignment() as usize;
+    let mut tally = Tally::default();
+    let mut pos = 0u64;
+    let mut tail: Vec<u8> = Vec::with_capacity(align);
+    while pos < bytes {
+        let started = Instant::now();
+        let start = pos - tail.len() as u64;
+        let len = tail.len() + src.len();
+        let aligned_len = len.div_ceil(align) * align;
+        let mut buf = file.alloc_dma_buffer(aligned_len);
+        let out = buf.as_bytes_mut();
+        out[..tail.len()].copy_from_slice(&tail);
+        out[tail.len()..len].copy_from_slice(&src);
+        out[len..].fill(0);
+        let written = file.write_at(buf, start).await?;
+        if written != aligned_len {
+            return Err(format!("short direct write {written} of {aligned_len}").into());
+        }
+        tally.latencies_us.push(elapsed_us(started));
+        tally.device_bytes += aligned_len as u64;
+        pos += src.len() as u64;
+        let keep = (pos % align as u64) as usize;
+        tail.clear();
+        tail.extend_from_slice(&src[src.len() - keep.min(src.len())..]);
+        assert_eq!(tail.len(), keep, "appends are longer than a block");
+    }
+    // The padding past the last append is not data.
+    file.truncate(pos).await?;
+    file.close().await?;
+    Ok(tally)
+}
+
+async fn read_uring_buffered(path: PathBuf, chunk: usize) -> Result<Tally> {
+    let file = BufferedFile::open(&path).await?;
+    let size = file.file_size().await?;
+    let mut tally = Tally::default();
+    let mut pos = 0u64;
+    while pos < size {
+        let started = Instant::now();
+        let read = file.read_at(pos, chunk).await?;
+        // What Sluice's Log::read does today: the bytes are copied out of glommio's buffer.
+        let owned = read.to_vec();
+        tally.latencies_us.push(elapsed_us(started));
+        if owned.is_empty() {
+            break;
+        }
+        pos += owned.len() as u64;
+        tally.device_bytes += owned.len() as u64;
+    }
+    file.close().await?;
+    Ok(tally)
+}
+
+fn read_pread(path: PathBuf, chunk: usize) -> Result<Tally> {
+    let file = std::fs::File::open(&path)?;
+    let size = file.metadata()?.len();
+    let mut buf = vec![0u8; chunk];
+    let mut tally = Tally::default();
+    let mut pos = 0u64;
+    while pos < size {
+        let started = Instant::now();
+        let read = file.read_at(&mut buf, pos)?;
+        tally.latencies_us.push(elapsed_us(started));
+        if read == 0 {
+            break;
+        }
+        pos += read as u64;
+        tally.device_bytes += read as u64;
+    }
+    Ok(tally)
+}
+
+async fn read_direct(path: PathBuf, chunk: usize) -> Result<Tally> {
+    let file = DmaFile::open(&path).await?;
+    let size = file.file_size().await?;
+    let mut tally = Tally::default();
+    let mut pos = 0u64;
+    while pos < size {
+        let started = Instant::now();
+        let read = file.read_at_aligned(pos, chunk).await?;
+        tally.latencies_us.push(elapsed_us(started));
+        if read.is_empty() {
+            break;
+        }
+        pos += read.len() as u64;
+        tally.device_bytes += read.len() as u64;
+    }
+    file.close().await?;
+    Ok(tally)
+}
+
+fn elapsed_us(since: Instant) -> u32 {
+    since.elapsed().as_micros().min(u32::MAX as u128) as u32
+}
+
+fn percentile(sorted: &[u32], p: f64) -> u32 {
+    if sorted.is_empty() {
+        return 0;
+    }
+    let index = ((sorted.len() - 1) as f64 * p).round() as usize;
+    sorted[index.min(sorted.len() - 1)]
+}
+
+/// Runs the mode on one executor (pinned to CPU 0, as a shard is), one task per file.
+fn run(args: &Args) -> Result<Tally> {
+    let mode = args.mode;
+    let dir = args.dir.clone();
+    let files = args.files;
+    let per_file = args.total_bytes / files as u64;
+    let append_bytes = args.append_bytes;
+    let read_bytes = args.read_bytes;
+    let handle = LocalExecutorBuilder::new(Placement::Fixed(0))
+        .name("iopath")
+        .spawn(move || async move {
+            let src = Rc::new(pattern(append_bytes));
+            let total = Rc::new(RefCell::new(Tally::default()));
+            let mut tasks = Vec::with_capacity(files);
+            for index in 0..files {
+                let path = file_path(&dir, index);
+                let src = src.clone();
+                let total = total.clone();
+                tasks.push(glommio::spawn_local(async move {
+                    let tally = match mode {
+                        Mode::WriteUringBuffered => write_uring_buffered(path, per_file, src).await,
+                        Mode::WritePwrite => write_pwrite(path, per_file, &src),
+                        Mode::WriteDirect => write_direct(path, per_file, src).await,
+                        Mode::ReadUringBuffered => read_uring_buffered(path, read_bytes).await,
+                        Mode::ReadPread => read_pread(path, read_bytes),
+                        Mode::ReadDirect => read_direct(path, read_bytes).await,
+                    }
+                    .map_err(|e| e.to_string())?;
+                    let mut total = total.borrow_mut();
+                    total.device_bytes += tally.device_bytes;
+                    total.latencies_us.extend(tally.latencies_us);
+                    Ok::<(), String>(())
+                }));
+            }
+            for task in tasks {
+                task.await?;
+            }
+            let tally = std::mem::take(&mut *total.borrow_mut());
+            Ok::<Tally, String>(tally)
+        })?;
+    let tally = handle
+        .join()
+        .map_err(|e| format!("executor: {e}"))?
+        .map_err(|e| -> Box<dyn Error> { e.into() })?;
+    Ok(tally)
+}
+
+fn logical_bytes(args: &Args) -> Result<u64> {
+    let mut sum = 0;
+    for index in 0..args.files {
+        sum += std::fs::metadata(file_path(&args.dir, index))?.len();
+    }
+    Ok(sum)
+}
+
+/// Writeback of what the page cache still holds, so buffered modes pay for it here.
+fn sync_files(args: &Args) -> Result<()> {
+    for index in 0..args.files {
+        std::fs::File::open(file_path(&args.dir, index))?.sync_data()?;
+    }
+    Ok(())
+}
+
+fn drop_caches() -> Result<()> {
+    // SAFETY: sync(2) has no arguments and cannot fail.
+    unsafe { libc::sync() };
+    std::fs::write("/proc/sys/vm/drop_caches", "3")
+        .map_err(|e| format!("--drop-caches needs root: {e}"))?;
+    Ok(())
+}
+
+fn main() -> Result<()> {
+    let args = parse_args()?;
+    std::fs::create_dir_all(&args.dir)?;
+    if args.drop_caches {
+        drop_caches()?;
+    }
+    let before = cpu_sample()?;
+    let started = Instant::now();
+    let mut tally = run(&args)?;
+    let phase_s = started.elapsed().as_secs_f64();
+    let after_phase = cpu_sample()?;
+    // Writes: make them durable and let writeback finish, and measure that as a second figure.
+    let sync_started = Instant::now();
+    if args.mode.is_write() {
+        sync_files(&args)?;
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let sync_s = sync_started.elapsed().as_secs_f64();
+    let after_sync = cpu_sample()?;
+    let bytes = logical_bytes(&args)?;
+    let gib = bytes as f64 / (1u64 << 30) as f64;
+    tally.latencies_us.sort_unstable();
+    println!(
+        "{{\"mode\":\"{}\",\"files\":{},\"append_bytes\":{},\"read_bytes\":{},\"drop_caches\":{},\
+\"bytes\":{},\"device_bytes\":{},\"phase_s\":{:.3},\"mb_per_s\":{:.1},\
+\"process_cpu_s_per_gib\":{:.3},\"machine_cpu_s_per_gib\":{:.3},\
+\"sync_s\":{:.3},\"process_cpu_s_per_gib_with_sync\":{:.3},\"machine_cpu_s_per_gib_with_sync\":{:.3},\
+\"op_p50_us\":{},\"op_p99_us\":{},\"op_max_us\":{}}}",
+        args.mode.name(),
+        args.files,
+        args.append_bytes,
+        args.read_bytes,
+        args.drop_caches,
+        bytes,
+        tally.device_bytes,
+        phase_s,
+        bytes as f64 / phase_s / 1e6,
+        (after_phase.process_s - before.process_s) / gib,
+        (after_phase.machine_busy_s - before.machine_busy_s) / gib,
+        sync_s,
+        (after_sync.process_s - before.process_s) / gib,
+        (after_sync.machine_busy_s - before.machine_busy_s) / gib,
+        percentile(&tally.latencies_us, 0.50),
+        percentile(&tally.latencies_us, 0.99),
+        percentile(&tally.latencies_us, 1.0),
+    );
+    Ok(())
+}
