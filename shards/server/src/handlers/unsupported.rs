@@ -10,7 +10,7 @@
 
 use bytes::BytesMut;
 use sluice_protocol::error::{ErrorCode, ProtocolError};
-use sluice_protocol::messages::api_versions::ApiVersionsResponse;
+use sluice_protocol::messages::api_versions::{supported_api_versions, ApiVersionsResponse};
 use sluice_protocol::request::{encode_response, RequestDecodeError, ResponseBody};
 use tracing::info;
 
@@ -51,7 +51,7 @@ fn unsupported_version_frame(api_key: i16, correlation_id: i32) -> BytesMut {
         // client needs to retry with a version both sides know.
         let response = ApiVersionsResponse {
             error_code: ErrorCode::UNSUPPORTED_VERSION.0,
-            api_keys: super::api_versions::advertised()
+            api_keys: supported_api_versions()
                 .into_iter()
                 .filter(|v| v.api_key == API_VERSIONS)
                 .collect(),
