@@ -9,6 +9,7 @@
 //! waiting. A body that does not parse is a protocol violation: the connection is closed.
 
 use bytes::BytesMut;
+use sluice_protocol::api_key::ApiKey;
 use sluice_protocol::error::{ErrorCode, ProtocolError};
 use sluice_protocol::messages::api_versions::{supported_api_versions, ApiVersionsResponse};
 use sluice_protocol::request::{encode_response, RequestDecodeError, ResponseBody};
@@ -17,7 +18,7 @@ use tracing::info;
 use crate::dispatch::Outcome;
 
 /// ApiVersions' key: its unsupported-version answer is a v0 ApiVersions response.
-const API_VERSIONS: i16 = 18;
+const API_VERSIONS: i16 = ApiKey::ApiVersions.as_i16();
 
 /// Decides how to answer an undecodable request.
 pub fn answer(error: &RequestDecodeError) -> Outcome {
