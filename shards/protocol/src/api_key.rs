@@ -1,13 +1,6 @@
-//! Kafka API keys, flexible-version boundaries and the ranges Sluice implements.
-
-use crate::messages::{
-    alter_configs, api_versions, create_partitions, create_topics, delete_groups, delete_records,
-    delete_topics, describe_cluster, describe_configs, describe_groups, describe_log_dirs,
-    describe_producers, describe_topic_partitions, fetch, find_coordinator, heartbeat,
-    incremental_alter_configs, init_producer_id, join_group, leave_group, list_groups,
-    list_offsets, metadata, offset_commit, offset_delete, offset_fetch, produce, sync_group,
-};
-use crate::messages::{describe_quorum, update_features};
+//! Kafka API keys (every key Kafka defines, served or not) and the questions asked of them:
+//! which versions Sluice serves and which are flexible, both answered from the one declaration
+//! in [`crate::apis`].
 
 macro_rules! api_keys {
     ($($name:ident = $key:expr),* $(,)?) => {
@@ -142,207 +135,24 @@ api_keys! {
 
 impl ApiKey {
     /// The wire value.
-    pub fn as_i16(self) -> i16 {
+    pub const fn as_i16(self) -> i16 {
         self as i16
     }
 
-    /// The implemented `(min, max)` version range, or `None` if Sluice does not
-    /// implement this API.
+    /// The served `(min, max)` version range, or `None` if Sluice does not serve this API.
     pub fn supported_range(self) -> Option<(i16, i16)> {
-        SUPPORTED
-            .iter()
-            .find(|(key, _, _)| *key == self)
-            .map(|&(_, min, max)| (min, max))
+        self.served().map(|api| (api.min_version, api.max_version))
     }
 
-    /// True if Sluice implements `version` of this API.
+    /// True if Sluice serves `version` of this API.
     pub fn supports(self, version: i16) -> bool {
-        self.supported_range()
-            .is_some_and(|(min, max)| (min..=max).contains(&version))
+        self.served().is_some_and(|api| api.contains(version))
     }
 }
 
-/// The API versions Sluice implements, as advertised in ApiVersions responses.
-pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
-    (ApiKey::Produce, produce::MIN_VERSION, produce::MAX_VERSION),
-    (ApiKey::Fetch, fetch::MIN_VERSION, fetch::MAX_VERSION),
-    (
-        ApiKey::ListOffsets,
-        list_offsets::MIN_VERSION,
-        list_offsets::MAX_VERSION,
-    ),
-    (
-        ApiKey::Metadata,
-        metadata::MIN_VERSION,
-        metadata::MAX_VERSION,
-    ),
-    (
-        ApiKey::ApiVersions,
-        api_versions::MIN_VERSION,
-        api_versions::MAX_VERSION,
-    ),
-    (
-        ApiKey::CreateTopics,
-        create_topics::MIN_VERSION,
-        create_topics::MAX_VERSION,
-    ),
-    (
-        ApiKey::DeleteTopics,
-        delete_topics::MIN_VERSION,
-        delete_topics::MAX_VERSION,
-    ),
-    (
-        ApiKey::DescribeCluster,
-        describe_cluster::MIN_VERSION,
-        describe_cluster::MAX_VERSION,
-    ),
-    (
-        ApiKey::DescribeConfigs,
-        describe_configs::MIN_VERSION,
-        describe_configs::MAX_VERSION,
-    ),
-    (
-        ApiKey::AlterConfigs,
-        alter_configs::MIN_VERSION,
-        alter_configs::MAX_VERSION,
-    ),
-    (
-        ApiKey::IncrementalAlterConfigs,
-        incremental_alter_configs::MIN_VERSION,
-        incremental_alter_configs::MAX_VERSION,
-    ),
-    (
-        ApiKey::CreatePartitions,
-        create_partitions::MIN_VERSION,
-        create_partitions::MAX_VERSION,
-    ),
-    (
-        ApiKey::DeleteRecords,
-        delete_records::MIN_VERSION,
-        delete_records::MAX_VERSION,
-    ),
-    (
-        ApiKey::InitProducerId,
-        init_producer_id::MIN_VERSION,
-        init_producer_id::MAX_VERSION,
-    ),
-    (
-        ApiKey::OffsetCommit,
-        offset_commit::MIN_VERSION,
-        offset_commit::MAX_VERSION,
-    ),
-    (
-        ApiKey::OffsetFetch,
-        offset_fetch::MIN_VERSION,
-        offset_fetch::MAX_VERSION,
-    ),
-    (
-        ApiKey::FindCoordinator,
-        find_coordinator::MIN_VERSION,
-        find_coordinator::MAX_VERSION,
-    ),
-    (
-        ApiKey::JoinGroup,
-        join_group::MIN_VERSION,
-        join_group::MAX_VERSION,
-    ),
-    (
-        ApiKey::Heartbeat,
-        heartbeat::MIN_VERSION,
-        heartbeat::MAX_VERSION,
-    ),
-    (
-        ApiKey::LeaveGroup,
-        leave_group::MIN_VERSION,
-        leave_group::MAX_VERSION,
-    ),
-    (
-        ApiKey::SyncGroup,
-        sync_group::MIN_VERSION,
-        sync_group::MAX_VERSION,
-    ),
-    (
-        ApiKey::DescribeGroups,
-        describe_groups::MIN_VERSION,
-        describe_groups::MAX_VERSION,
-    ),
-    (
-        ApiKey::ListGroups,
-        list_groups::MIN_VERSION,
-        list_groups::MAX_VERSION,
-    ),
-    (
-        ApiKey::DeleteGroups,
-        delete_groups::MIN_VERSION,
-        delete_groups::MAX_VERSION,
-    ),
-    (
-        ApiKey::OffsetDelete,
-        offset_delete::MIN_VERSION,
-        offset_delete::MAX_VERSION,
-    ),
-    (
-        ApiKey::DescribeLogDirs,
-        describe_log_dirs::MIN_VERSION,
-        describe_log_dirs::MAX_VERSION,
-    ),
-    (
-        ApiKey::DescribeProducers,
-        describe_producers::MIN_VERSION,
-        describe_producers::MAX_VERSION,
-    ),
-    (
-        ApiKey::DescribeTopicPartitions,
-        describe_topic_partitions::MIN_VERSION,
-        describe_topic_partitions::MAX_VERSION,
-    ),
-    (
-        ApiKey::DescribeQuorum,
-        describe_quorum::MIN_VERSION,
-        describe_quorum::MAX_VERSION,
-    ),
-    (
-        ApiKey::UpdateFeatures,
-        update_features::MIN_VERSION,
-        update_features::MAX_VERSION,
-    ),
-];
-
-/// The first flexible version of an implemented API, `None` for others.
+/// The first flexible version of a served API, `None` for others.
 pub fn flexible_min_version(api_key: i16) -> Option<i16> {
-    match ApiKey::from_i16(api_key)? {
-        ApiKey::Produce => Some(produce::FLEXIBLE_MIN_VERSION),
-        ApiKey::Fetch => Some(fetch::FLEXIBLE_MIN_VERSION),
-        ApiKey::ListOffsets => Some(list_offsets::FLEXIBLE_MIN_VERSION),
-        ApiKey::Metadata => Some(metadata::FLEXIBLE_MIN_VERSION),
-        ApiKey::ApiVersions => Some(api_versions::FLEXIBLE_MIN_VERSION),
-        ApiKey::CreateTopics => Some(create_topics::FLEXIBLE_MIN_VERSION),
-        ApiKey::DeleteTopics => Some(delete_topics::FLEXIBLE_MIN_VERSION),
-        ApiKey::DescribeCluster => Some(describe_cluster::FLEXIBLE_MIN_VERSION),
-        ApiKey::DescribeConfigs => Some(describe_configs::FLEXIBLE_MIN_VERSION),
-        ApiKey::AlterConfigs => Some(alter_configs::FLEXIBLE_MIN_VERSION),
-        ApiKey::IncrementalAlterConfigs => Some(incremental_alter_configs::FLEXIBLE_MIN_VERSION),
-        ApiKey::CreatePartitions => Some(create_partitions::FLEXIBLE_MIN_VERSION),
-        ApiKey::DeleteRecords => Some(delete_records::FLEXIBLE_MIN_VERSION),
-        ApiKey::InitProducerId => Some(init_producer_id::FLEXIBLE_MIN_VERSION),
-        ApiKey::OffsetCommit => Some(offset_commit::FLEXIBLE_MIN_VERSION),
-        ApiKey::OffsetFetch => Some(offset_fetch::FLEXIBLE_MIN_VERSION),
-        ApiKey::FindCoordinator => Some(find_coordinator::FLEXIBLE_MIN_VERSION),
-        ApiKey::JoinGroup => Some(join_group::FLEXIBLE_MIN_VERSION),
-        ApiKey::Heartbeat => Some(heartbeat::FLEXIBLE_MIN_VERSION),
-        ApiKey::LeaveGroup => Some(leave_group::FLEXIBLE_MIN_VERSION),
-        ApiKey::SyncGroup => Some(sync_group::FLEXIBLE_MIN_VERSION),
-        ApiKey::DescribeGroups => Some(describe_groups::FLEXIBLE_MIN_VERSION),
-        ApiKey::ListGroups => Some(list_groups::FLEXIBLE_MIN_VERSION),
-        ApiKey::DeleteGroups => Some(delete_groups::FLEXIBLE_MIN_VERSION),
-        ApiKey::OffsetDelete => Some(offset_delete::FLEXIBLE_MIN_VERSION),
-        ApiKey::DescribeLogDirs => Some(describe_log_dirs::FLEXIBLE_MIN_VERSION),
-        ApiKey::DescribeProducers => Some(describe_producers::FLEXIBLE_MIN_VERSION),
-        ApiKey::DescribeTopicPartitions => Some(describe_topic_partitions::FLEXIBLE_MIN_VERSION),
-        ApiKey::DescribeQuorum => Some(describe_quorum::FLEXIBLE_MIN_VERSION),
-        ApiKey::UpdateFeatures => Some(update_features::FLEXIBLE_MIN_VERSION),
-        _ => None,
-    }
+    Some(ApiKey::from_i16(api_key)?.served()?.flexible_min_version)
 }
 
 /// Whether `version` of `api_key` uses the flexible (compact + tagged) encoding.

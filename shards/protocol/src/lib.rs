@@ -5,8 +5,10 @@
 //! - [`codec`]: [`Decoder`] / [`Encoder`] for Kafka's primitive types (classic and
 //!   compact/flexible encodings, tagged fields), and [`Uuid`].
 //! - [`header`]: request header v1/v2 and response header v0/v1.
-//! - [`api_key`]: every Kafka API key, flexible-version boundaries, and the
-//!   [`SUPPORTED`] version table advertised in ApiVersions.
+//! - [`api_key`]: every Kafka API key; which versions are served and flexible.
+//! - [`apis`]: the one declaration of the served APIs (key, versions, first
+//!   flexible version, message types), from which [`SUPPORTED`] (advertised in
+//!   ApiVersions), the version checks and [`RequestBody`] / [`ResponseBody`] follow.
 //! - [`messages`]: one module per implemented API (`XRequest` / `XResponse`,
 //!   both encode and decode for every supported version).
 //! - [`request`]: whole-frame [`decode_request`] / [`encode_response`].
@@ -22,6 +24,7 @@
 #![warn(missing_docs)]
 
 pub mod api_key;
+pub mod apis;
 pub mod codec;
 pub mod error;
 pub mod frame;
@@ -31,7 +34,8 @@ pub mod record_batch;
 pub mod request;
 pub mod uuid;
 
-pub use api_key::{is_flexible, ApiKey, SUPPORTED};
+pub use api_key::{is_flexible, ApiKey};
+pub use apis::{ServedApi, SUPPORTED};
 pub use codec::{Decoder, Encoder, TaggedFields};
 pub use error::{ErrorCode, ProtocolError};
 pub use header::{request_header_version, response_header_version, RequestHeader, ResponseHeader};

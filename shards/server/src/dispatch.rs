@@ -21,6 +21,11 @@ pub enum Outcome {
 }
 
 /// Handles one request frame from the peer at `client_host` ("/" + IP).
+///
+/// The decoder accepts exactly the APIs and versions declared in `sluice_protocol::apis` (what
+/// ApiVersions advertises) and anything else is answered by `handlers::unsupported`. The match
+/// below has no wildcard arm on purpose: `RequestBody` is generated from that declaration, so
+/// an API declared there without a handler here is a compile error.
 pub async fn dispatch(ctx: &ShardContext, frame: Bytes, client_host: &str) -> Outcome {
     let (header, request) = match decode_request(frame) {
         Ok(decoded) => decoded,

@@ -4,18 +4,11 @@
 //! client believes it is talking to, so a broker that is not that node can tell the client to
 //! rebootstrap (REBOOTSTRAP_REQUIRED) instead of serving it under a stale identity.
 
-use crate::api_key::SUPPORTED;
+use crate::apis::SUPPORTED;
 use crate::codec::{Decoder, Encoder, TaggedFields};
 use crate::error::{ErrorCode, Result};
 
-/// API key.
-pub const API_KEY: i16 = 18;
-/// Lowest implemented version.
-pub const MIN_VERSION: i16 = 0;
-/// Highest implemented version.
-pub const MAX_VERSION: i16 = 5;
-/// First flexible version.
-pub const FLEXIBLE_MIN_VERSION: i16 = 3;
+crate::apis::declared_versions!(ApiVersions);
 
 fn flexible(version: i16) -> bool {
     version >= FLEXIBLE_MIN_VERSION
@@ -163,14 +156,14 @@ impl Default for ApiVersionsResponse {
     }
 }
 
-/// The [`SUPPORTED`] table as ApiVersions entries.
+/// The [`SUPPORTED`] table as ApiVersions entries, in its order.
 pub fn supported_api_versions() -> Vec<ApiVersion> {
     SUPPORTED
         .iter()
-        .map(|&(key, min_version, max_version)| ApiVersion {
-            api_key: key.as_i16(),
-            min_version,
-            max_version,
+        .map(|api| ApiVersion {
+            api_key: api.key.as_i16(),
+            min_version: api.min_version,
+            max_version: api.max_version,
         })
         .collect()
 }

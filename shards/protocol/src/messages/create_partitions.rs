@@ -5,14 +5,7 @@ use crate::error::Result;
 
 use super::common::{put_end, read_end};
 
-/// API key.
-pub const API_KEY: i16 = 37;
-/// Lowest implemented version (Kafka 4.1 still serves 0).
-pub const MIN_VERSION: i16 = 0;
-/// Highest implemented version (3 only adds THROTTLING_QUOTA_EXCEEDED to the possible errors).
-pub const MAX_VERSION: i16 = 3;
-/// First flexible version.
-pub const FLEXIBLE_MIN_VERSION: i16 = 2;
+crate::apis::declared_versions!(CreatePartitions);
 
 fn flexible(version: i16) -> bool {
     version >= FLEXIBLE_MIN_VERSION

@@ -5,14 +5,7 @@ use crate::error::Result;
 
 use super::common::{put_end, read_end};
 
-/// API key.
-pub const API_KEY: i16 = 19;
-/// Lowest implemented version (Kafka 4 dropped 0-1).
-pub const MIN_VERSION: i16 = 2;
-/// Highest implemented version.
-pub const MAX_VERSION: i16 = 7;
-/// First flexible version.
-pub const FLEXIBLE_MIN_VERSION: i16 = 5;
+crate::apis::declared_versions!(CreateTopics);
 
 fn flexible(version: i16) -> bool {
     version >= FLEXIBLE_MIN_VERSION

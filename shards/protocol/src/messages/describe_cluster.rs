@@ -5,14 +5,7 @@
 use crate::codec::{Decoder, Encoder};
 use crate::error::Result;
 
-/// API key.
-pub const API_KEY: i16 = 60;
-/// Lowest implemented version.
-pub const MIN_VERSION: i16 = 0;
-/// Highest implemented version.
-pub const MAX_VERSION: i16 = 2;
-/// First flexible version (all versions are flexible).
-pub const FLEXIBLE_MIN_VERSION: i16 = 0;
+crate::apis::declared_versions!(DescribeCluster);
 
 /// `endpoint_type` value for brokers.
 pub const ENDPOINT_TYPE_BROKERS: i8 = 1;

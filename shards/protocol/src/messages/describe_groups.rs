@@ -11,14 +11,7 @@ use crate::error::Result;
 
 use super::common::{put_end, read_end};
 
-/// API key.
-pub const API_KEY: i16 = 15;
-/// Lowest implemented version.
-pub const MIN_VERSION: i16 = 0;
-/// Highest implemented version.
-pub const MAX_VERSION: i16 = 6;
-/// First flexible version.
-pub const FLEXIBLE_MIN_VERSION: i16 = 5;
+crate::apis::declared_versions!(DescribeGroups);
 
 /// `authorized_operations` when they were not requested.
 pub const AUTHORIZED_OPERATIONS_OMITTED: i32 = i32::MIN;

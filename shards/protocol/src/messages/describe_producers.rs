@@ -6,14 +6,7 @@ use crate::error::Result;
 
 use super::common::{put_end, read_end};
 
-/// API key.
-pub const API_KEY: i16 = 61;
-/// Lowest implemented version.
-pub const MIN_VERSION: i16 = 0;
-/// Highest implemented version.
-pub const MAX_VERSION: i16 = 0;
-/// First flexible version (every version is).
-pub const FLEXIBLE_MIN_VERSION: i16 = 0;
+crate::apis::declared_versions!(DescribeProducers);
 
 /// DescribeProducers request.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]

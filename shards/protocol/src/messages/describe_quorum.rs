@@ -6,14 +6,7 @@
 use crate::codec::{Decoder, Encoder, Uuid};
 use crate::error::Result;
 
-/// API key.
-pub const API_KEY: i16 = 55;
-/// Lowest implemented version.
-pub const MIN_VERSION: i16 = 0;
-/// Highest implemented version.
-pub const MAX_VERSION: i16 = 2;
-/// First flexible version (all versions are flexible).
-pub const FLEXIBLE_MIN_VERSION: i16 = 0;
+crate::apis::declared_versions!(DescribeQuorum);
 
 /// The one topic a quorum replicates.
 pub const METADATA_TOPIC_NAME: &str = "__cluster_metadata";

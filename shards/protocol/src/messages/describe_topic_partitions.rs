@@ -7,14 +7,7 @@ use crate::error::Result;
 
 use super::common::{put_end, read_end};
 
-/// API key.
-pub const API_KEY: i16 = 75;
-/// Lowest implemented version.
-pub const MIN_VERSION: i16 = 0;
-/// Highest implemented version.
-pub const MAX_VERSION: i16 = 0;
-/// First flexible version (every version is).
-pub const FLEXIBLE_MIN_VERSION: i16 = 0;
+crate::apis::declared_versions!(DescribeTopicPartitions);
 
 /// The schema's default `ResponsePartitionLimit`.
 pub const DEFAULT_RESPONSE_PARTITION_LIMIT: i32 = 2000;

@@ -15,14 +15,7 @@ use crate::error::Result;
 
 use super::common::{put_end, read_end};
 
-/// API key.
-pub const API_KEY: i16 = 1;
-/// Lowest implemented version (Kafka 4 dropped 0-3).
-pub const MIN_VERSION: i16 = 4;
-/// Highest implemented version.
-pub const MAX_VERSION: i16 = 18;
-/// First flexible version.
-pub const FLEXIBLE_MIN_VERSION: i16 = 12;
+crate::apis::declared_versions!(Fetch);
 
 fn flexible(version: i16) -> bool {
     version >= FLEXIBLE_MIN_VERSION

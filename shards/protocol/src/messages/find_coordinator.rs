@@ -9,14 +9,7 @@ use crate::error::Result;
 
 use super::common::{put_end, read_end};
 
-/// API key.
-pub const API_KEY: i16 = 10;
-/// Lowest implemented version.
-pub const MIN_VERSION: i16 = 0;
-/// Highest implemented version.
-pub const MAX_VERSION: i16 = 6;
-/// First flexible version.
-pub const FLEXIBLE_MIN_VERSION: i16 = 3;
+crate::apis::declared_versions!(FindCoordinator);
 
 /// `key_type` of a consumer group.
 pub const KEY_TYPE_GROUP: i8 = 0;

@@ -7,14 +7,7 @@ pub use super::alter_configs::AlterConfigsResourceResponse;
 use super::alter_configs::{decode_resource_response, encode_resource_response};
 use super::common::{put_end, read_end};
 
-/// API key.
-pub const API_KEY: i16 = 44;
-/// Lowest implemented version.
-pub const MIN_VERSION: i16 = 0;
-/// Highest implemented version.
-pub const MAX_VERSION: i16 = 1;
-/// First flexible version.
-pub const FLEXIBLE_MIN_VERSION: i16 = 1;
+crate::apis::declared_versions!(IncrementalAlterConfigs);
 
 /// `ConfigOperation`: set the value.
 pub const OP_SET: i8 = 0;

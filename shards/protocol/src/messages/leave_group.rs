@@ -8,14 +8,7 @@ use crate::error::Result;
 
 use super::common::{put_end, read_end};
 
-/// API key.
-pub const API_KEY: i16 = 13;
-/// Lowest implemented version.
-pub const MIN_VERSION: i16 = 0;
-/// Highest implemented version.
-pub const MAX_VERSION: i16 = 5;
-/// First flexible version.
-pub const FLEXIBLE_MIN_VERSION: i16 = 4;
+crate::apis::declared_versions!(LeaveGroup);
 
 fn flexible(version: i16) -> bool {
     version >= FLEXIBLE_MIN_VERSION

@@ -9,14 +9,7 @@ use crate::error::Result;
 
 use super::common::{put_end, read_end};
 
-/// API key.
-pub const API_KEY: i16 = 2;
-/// Lowest implemented version (Kafka 4 dropped 0).
-pub const MIN_VERSION: i16 = 1;
-/// Highest implemented version.
-pub const MAX_VERSION: i16 = 11;
-/// First flexible version.
-pub const FLEXIBLE_MIN_VERSION: i16 = 6;
+crate::apis::declared_versions!(ListOffsets);
 
 /// Timestamp sentinel: latest offset (high watermark or LSO).
 pub const LATEST_TIMESTAMP: i64 = -1;

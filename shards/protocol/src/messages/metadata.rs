@@ -5,14 +5,7 @@
 use crate::codec::{Decoder, Encoder, Uuid};
 use crate::error::Result;
 
-/// API key.
-pub const API_KEY: i16 = 3;
-/// Lowest implemented version.
-pub const MIN_VERSION: i16 = 0;
-/// Highest implemented version.
-pub const MAX_VERSION: i16 = 13;
-/// First flexible version.
-pub const FLEXIBLE_MIN_VERSION: i16 = 9;
+crate::apis::declared_versions!(Metadata);
 
 fn flexible(version: i16) -> bool {
     version >= FLEXIBLE_MIN_VERSION

@@ -12,14 +12,7 @@ use crate::error::Result;
 
 use super::common::{put_end, read_end};
 
-/// API key.
-pub const API_KEY: i16 = 8;
-/// Lowest implemented version (Kafka 4 dropped 0-1).
-pub const MIN_VERSION: i16 = 2;
-/// Highest implemented version (v10 names topics by id; see the module doc).
-pub const MAX_VERSION: i16 = 9;
-/// First flexible version.
-pub const FLEXIBLE_MIN_VERSION: i16 = 8;
+crate::apis::declared_versions!(OffsetCommit);
 
 fn flexible(version: i16) -> bool {
     version >= FLEXIBLE_MIN_VERSION

@@ -7,14 +7,7 @@
 use crate::codec::{Decoder, Encoder};
 use crate::error::Result;
 
-/// API key.
-pub const API_KEY: i16 = 47;
-/// Lowest implemented version.
-pub const MIN_VERSION: i16 = 0;
-/// Highest implemented version.
-pub const MAX_VERSION: i16 = 0;
-/// First flexible version (not implemented; see the module doc).
-pub const FLEXIBLE_MIN_VERSION: i16 = 1;
+crate::apis::declared_versions!(OffsetDelete);
 
 /// OffsetDelete request.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]

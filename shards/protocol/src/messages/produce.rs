@@ -16,14 +16,7 @@ use super::common::{
     read_end, read_node_endpoints_tags,
 };
 
-/// API key.
-pub const API_KEY: i16 = 0;
-/// Lowest implemented version (Kafka 4 dropped 0-2).
-pub const MIN_VERSION: i16 = 3;
-/// Highest implemented version.
-pub const MAX_VERSION: i16 = 13;
-/// First flexible version.
-pub const FLEXIBLE_MIN_VERSION: i16 = 9;
+crate::apis::declared_versions!(Produce);
 
 fn flexible(version: i16) -> bool {
     version >= FLEXIBLE_MIN_VERSION

@@ -6,14 +6,7 @@
 use crate::codec::{Decoder, Encoder};
 use crate::error::Result;
 
-/// API key.
-pub const API_KEY: i16 = 57;
-/// Lowest implemented version.
-pub const MIN_VERSION: i16 = 0;
-/// Highest implemented version.
-pub const MAX_VERSION: i16 = 2;
-/// First flexible version (all versions are flexible).
-pub const FLEXIBLE_MIN_VERSION: i16 = 0;
+crate::apis::declared_versions!(UpdateFeatures);
 
 /// `upgrade_type`: raise the level (or keep it).
 pub const UPGRADE_TYPE_UPGRADE: i8 = 1;

@@ -23,7 +23,7 @@ use sluice_protocol::{ApiKey, RecordBatchBuilder, RequestBody, ResponseBody, Uui
 pub fn all_versions() -> Vec<(ApiKey, i16)> {
     SUPPORTED
         .iter()
-        .flat_map(|&(key, min, max)| (min..=max).map(move |v| (key, v)))
+        .flat_map(|api| (api.min_version..=api.max_version).map(move |v| (api.key, v)))
         .collect()
 }
 

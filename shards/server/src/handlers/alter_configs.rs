@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use sluice_protocol::error::ErrorCode;
 use sluice_protocol::messages::alter_configs::{
-    self as msg, AlterConfigsRequest, AlterConfigsResourceResponse, AlterConfigsResponse,
+    AlterConfigsRequest, AlterConfigsResourceResponse, AlterConfigsResponse,
 };
 use sluice_protocol::messages::describe_configs::{RESOURCE_BROKER, RESOURCE_TOPIC};
 use sluice_shard::{ConfigChange, ConfigOp, MetadataError, TopicConfigChanges};
@@ -15,8 +15,6 @@ use super::describe_configs::check_broker_name;
 use crate::context::ShardContext;
 use crate::controller_client;
 use crate::error::metadata_error_code;
-
-super::served_versions!(msg);
 
 /// Answers AlterConfigs.
 pub async fn handle(

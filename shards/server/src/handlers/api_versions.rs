@@ -1,4 +1,5 @@
-//! ApiVersions (key 18): what this broker serves. Built from the handler registry. v3+ also
+//! ApiVersions (key 18): what this broker serves: the protocol crate's one declaration of the
+//! served APIs (`sluice_protocol::SUPPORTED`), in its order. v3+ also
 //! carries the features (KIP-584) as a Kafka broker does: the supported ranges (only features
 //! Sluice supports above level 0, as Kafka's BrokerFeatures lists them), and from the metadata
 //! image the finalized levels with their epoch (the image's metadata offset; -1 and none before
@@ -13,15 +14,12 @@
 
 use sluice_protocol::error::ErrorCode;
 use sluice_protocol::messages::api_versions::{
-    self as msg, ApiVersion, ApiVersionsRequest, ApiVersionsResponse, FinalizedFeatureKey,
+    supported_api_versions, ApiVersionsRequest, ApiVersionsResponse, FinalizedFeatureKey,
     SupportedFeatureKey,
 };
 use sluice_shard::{advertised_features, MetadataImage};
 
-use super::REGISTRY;
 use crate::context::ShardContext;
-
-super::served_versions!(msg);
 
 /// Answers ApiVersions.
 pub fn handle(
@@ -75,7 +73,7 @@ fn with_features(image: &MetadataImage) -> ApiVersionsResponse {
     };
     ApiVersionsResponse {
         error_code: ErrorCode::NONE.0,
-        api_keys: advertised(),
+        api_keys: supported_api_versions(),
         throttle_time_ms: 0,
         supported_features: advertised_features()
             .map(|f| SupportedFeatureKey {
@@ -98,18 +96,6 @@ fn addressed_elsewhere(request: &ApiVersionsRequest, cluster_id: &str, node_id: 
             (!cluster_id.is_empty() && expected != cluster_id) || request.node_id != node_id
         }
     }
-}
-
-/// The registry as ApiVersions entries.
-pub fn advertised() -> Vec<ApiVersion> {
-    REGISTRY
-        .iter()
-        .map(|e| ApiVersion {
-            api_key: e.api_key,
-            min_version: e.min_version,
-            max_version: e.max_version,
-        })
-        .collect()
 }
 
 #[cfg(test)]
@@ -136,14 +122,14 @@ mod tests {
     fn v5_without_an_identity_lists_every_api() {
         let r = answer(5, &request(None, -1), &image("abc"), 1);
         assert_eq!(r.error_code, ErrorCode::NONE.0);
-        assert_eq!(r.api_keys, advertised());
+        assert_eq!(r.api_keys, supported_api_versions());
     }
 
     #[test]
     fn v5_naming_this_broker_lists_every_api() {
         let r = answer(5, &request(Some("abc"), 1), &image("abc"), 1);
         assert_eq!(r.error_code, ErrorCode::NONE.0);
-        assert_eq!(r.api_keys.len(), REGISTRY.len());
+        assert_eq!(r.api_keys.len(), sluice_protocol::SUPPORTED.len());
     }
 
     #[test]

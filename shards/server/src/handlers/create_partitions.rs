@@ -6,15 +6,13 @@ use std::collections::{HashMap, HashSet};
 
 use sluice_protocol::error::ErrorCode;
 use sluice_protocol::messages::create_partitions::{
-    self as msg, CreatePartitionsRequest, CreatePartitionsResponse, CreatePartitionsTopicResult,
+    CreatePartitionsRequest, CreatePartitionsResponse, CreatePartitionsTopicResult,
 };
 use sluice_shard::{MetadataError, NewPartitions};
 
 use crate::context::ShardContext;
 use crate::controller_client;
 use crate::error::metadata_error_code;
-
-super::served_versions!(msg);
 
 /// Kafka's message for a topic named more than once in one request.
 const DUPLICATE_TOPIC: &str = "Duplicate topic name.";

@@ -4,7 +4,7 @@ use std::collections::HashSet;
 
 use sluice_protocol::error::ErrorCode;
 use sluice_protocol::messages::create_topics::{
-    self as msg, CreatableTopic, CreatableTopicConfigs, CreatableTopicResult, CreateTopicsRequest,
+    CreatableTopic, CreatableTopicConfigs, CreatableTopicResult, CreateTopicsRequest,
     CreateTopicsResponse,
 };
 use sluice_shard::{MetadataError, NewTopic};
@@ -12,8 +12,6 @@ use sluice_shard::{MetadataError, NewTopic};
 use crate::context::ShardContext;
 use crate::controller_client;
 use crate::error::metadata_error_code;
-
-super::served_versions!(msg);
 
 /// Kafka's config source for a topic-level override.
 const DYNAMIC_TOPIC_CONFIG: i8 = 1;

@@ -7,15 +7,13 @@
 
 use sluice_protocol::error::ErrorCode;
 use sluice_protocol::messages::delete_groups::{
-    self as msg, DeletableGroupResult, DeleteGroupsRequest, DeleteGroupsResponse,
+    DeletableGroupResult, DeleteGroupsRequest, DeleteGroupsResponse,
 };
 use sluice_shard::{GroupRequest, GroupResponse};
 
 use crate::context::ShardContext;
 use crate::error::group_result_code;
 use crate::group_router;
-
-super::served_versions!(msg);
 
 /// Answers DeleteGroups.
 pub async fn handle(

@@ -3,7 +3,7 @@
 
 use sluice_protocol::error::ErrorCode;
 use sluice_protocol::messages::delete_records::{
-    self as msg, DeleteRecordsPartitionResult, DeleteRecordsRequest, DeleteRecordsResponse,
+    DeleteRecordsPartitionResult, DeleteRecordsRequest, DeleteRecordsResponse,
     DeleteRecordsTopicResult,
 };
 use sluice_replica::TopicIdPartition;
@@ -11,8 +11,6 @@ use sluice_shard::{MetadataImage, ShardId};
 
 use crate::context::ShardContext;
 use crate::{leadership, router};
-
-super::served_versions!(msg);
 
 /// Answers DeleteRecords.
 pub async fn handle(

@@ -2,15 +2,13 @@
 
 use sluice_protocol::codec::Uuid;
 use sluice_protocol::messages::delete_topics::{
-    self as msg, DeletableTopicResult, DeleteTopicsRequest, DeleteTopicsResponse,
+    DeletableTopicResult, DeleteTopicsRequest, DeleteTopicsResponse,
 };
 use sluice_shard::TopicRef;
 
 use crate::context::ShardContext;
 use crate::controller_client;
 use crate::error::metadata_error_code;
-
-super::served_versions!(msg);
 
 /// Answers DeleteTopics.
 pub async fn handle(

@@ -12,16 +12,14 @@
 
 use sluice_protocol::error::ErrorCode;
 use sluice_protocol::messages::describe_cluster::{
-    self as msg, DescribeClusterBroker, DescribeClusterRequest, DescribeClusterResponse,
-    ENDPOINT_TYPE_BROKERS, ENDPOINT_TYPE_CONTROLLERS,
+    DescribeClusterBroker, DescribeClusterRequest, DescribeClusterResponse, ENDPOINT_TYPE_BROKERS,
+    ENDPOINT_TYPE_CONTROLLERS,
 };
 
 use sluice_shard::{BrokerImage, MetadataImage};
 
 use super::AUTHORIZED_OPERATIONS_OMITTED;
 use crate::context::ShardContext;
-
-super::served_versions!(msg);
 
 /// Answers DescribeCluster.
 pub fn handle(

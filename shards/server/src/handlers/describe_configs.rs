@@ -13,8 +13,6 @@ use sluice_shard::{MetadataError, TopicImage};
 use crate::context::ShardContext;
 use crate::error::metadata_error_code;
 
-super::served_versions!(msg);
-
 /// Answers DescribeConfigs.
 pub fn handle(
     ctx: &ShardContext,

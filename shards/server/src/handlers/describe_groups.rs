@@ -4,16 +4,14 @@
 
 use sluice_group::{GroupError, GroupState};
 use sluice_protocol::messages::describe_groups::{
-    self as msg, DescribeGroupsRequest, DescribeGroupsResponse, DescribedGroup,
-    DescribedGroupMember, AUTHORIZED_OPERATIONS_OMITTED,
+    DescribeGroupsRequest, DescribeGroupsResponse, DescribedGroup, DescribedGroupMember,
+    AUTHORIZED_OPERATIONS_OMITTED,
 };
 use sluice_shard::{GroupRequest, GroupResponse};
 
 use crate::context::ShardContext;
 use crate::error::group_error_code;
 use crate::group_router;
-
-super::served_versions!(msg);
 
 /// Kafka's `AclOperation` codes a group supports with no authorizer: READ (3), DELETE (6),
 /// DESCRIBE (8).

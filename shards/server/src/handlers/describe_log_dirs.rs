@@ -22,8 +22,6 @@ use tracing::warn;
 use crate::context::ShardContext;
 use crate::router;
 
-super::served_versions!(msg);
-
 /// Answers DescribeLogDirs.
 pub async fn handle(
     ctx: &ShardContext,

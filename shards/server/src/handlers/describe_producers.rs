@@ -11,8 +11,8 @@
 
 use sluice_protocol::error::ErrorCode;
 use sluice_protocol::messages::describe_producers::{
-    self as msg, DescribeProducersPartitionResponse, DescribeProducersRequest,
-    DescribeProducersResponse, DescribeProducersTopicResponse, ProducerState,
+    DescribeProducersPartitionResponse, DescribeProducersRequest, DescribeProducersResponse,
+    DescribeProducersTopicResponse, ProducerState,
 };
 use sluice_replica::{ActiveProducer, TopicIdPartition};
 use sluice_shard::{MetadataImage, ShardId};
@@ -21,8 +21,6 @@ use super::describe_topic_partitions::validate_topic_name;
 use crate::context::ShardContext;
 use crate::error::PartitionError;
 use crate::router;
-
-super::served_versions!(msg);
 
 /// Kafka's default message of UNKNOWN_TOPIC_OR_PARTITION, which it sends with a topic-level
 /// refusal.

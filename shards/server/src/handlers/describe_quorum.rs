@@ -10,9 +10,8 @@
 
 use sluice_protocol::error::ErrorCode;
 use sluice_protocol::messages::describe_quorum::{
-    self as msg, DescribeQuorumListener, DescribeQuorumNode, DescribeQuorumPartition,
-    DescribeQuorumRequest, DescribeQuorumResponse, DescribeQuorumTopicResponse, ReplicaState,
-    METADATA_TOPIC_NAME,
+    DescribeQuorumListener, DescribeQuorumNode, DescribeQuorumPartition, DescribeQuorumRequest,
+    DescribeQuorumResponse, DescribeQuorumTopicResponse, ReplicaState, METADATA_TOPIC_NAME,
 };
 use sluice_protocol::Uuid;
 use sluice_shard::{MetadataError, QuorumInfo, QuorumReplica};
@@ -20,8 +19,6 @@ use sluice_shard::{MetadataError, QuorumInfo, QuorumReplica};
 use crate::context::ShardContext;
 use crate::controller_client;
 use crate::error::metadata_error_code;
-
-super::served_versions!(msg);
 
 /// Answers DescribeQuorum.
 pub async fn handle(

@@ -17,15 +17,13 @@ use std::collections::BTreeSet;
 use sluice_protocol::codec::Uuid;
 use sluice_protocol::error::ErrorCode;
 use sluice_protocol::messages::describe_topic_partitions::{
-    self as msg, Cursor, DescribeTopicPartitionsRequest, DescribeTopicPartitionsResponse,
+    Cursor, DescribeTopicPartitionsRequest, DescribeTopicPartitionsResponse,
     DescribeTopicPartitionsResponsePartition, DescribeTopicPartitionsResponseTopic,
 };
 use sluice_shard::{MetadataImage, PartitionImage, TopicImage};
 
 use super::AUTHORIZED_OPERATIONS_OMITTED;
 use crate::context::ShardContext;
-
-super::served_versions!(msg);
 
 /// The operations a client may perform on a topic when no authorizer is configured (Kafka's
 /// `AuthHelper.authorizedOperations` without an authorizer: every operation a topic supports —

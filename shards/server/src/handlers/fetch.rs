@@ -25,8 +25,6 @@ use crate::context::ShardContext;
 use crate::error::PartitionError;
 use crate::{leadership, router};
 
-super::served_versions!(msg);
-
 /// Fetch version from which topics are named by id.
 const TOPIC_ID_MIN_VERSION: i16 = 13;
 /// Fetch version from which a NOT_LEADER_OR_FOLLOWER answer names the current leader and its

@@ -13,8 +13,6 @@ use crate::context::ShardContext;
 use crate::error::group_error_code;
 use crate::group_router;
 
-super::served_versions!(msg);
-
 /// Answers FindCoordinator.
 pub async fn handle(
     ctx: &ShardContext,

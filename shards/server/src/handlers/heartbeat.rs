@@ -1,13 +1,11 @@
 //! Heartbeat (key 12): keeps a member's session alive; REBALANCE_IN_PROGRESS tells it to rejoin.
 
-use sluice_protocol::messages::heartbeat::{self as msg, HeartbeatRequest, HeartbeatResponse};
+use sluice_protocol::messages::heartbeat::{HeartbeatRequest, HeartbeatResponse};
 use sluice_shard::{GroupRequest, GroupResponse};
 
 use crate::context::ShardContext;
 use crate::error::group_result_code;
 use crate::group_router;
-
-super::served_versions!(msg);
 
 /// Answers Heartbeat.
 pub async fn handle(

@@ -2,15 +2,13 @@
 //! topic's overrides, decided by the controller; broker configs are static (see alter_configs).
 
 use sluice_protocol::messages::incremental_alter_configs::{
-    self as msg, IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse, OP_APPEND,
-    OP_DELETE, OP_SET, OP_SUBTRACT,
+    IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse, OP_APPEND, OP_DELETE, OP_SET,
+    OP_SUBTRACT,
 };
 use sluice_shard::{ConfigChange, ConfigOp, MetadataError};
 
 use super::alter_configs::{alter, null_value, Resource};
 use crate::context::ShardContext;
-
-super::served_versions!(msg);
 
 /// Answers IncrementalAlterConfigs.
 pub async fn handle(

@@ -5,14 +5,10 @@
 //! given one, so no client can fence another's producer by naming its id.
 
 use sluice_protocol::error::ErrorCode;
-use sluice_protocol::messages::init_producer_id::{
-    self as msg, InitProducerIdRequest, InitProducerIdResponse,
-};
+use sluice_protocol::messages::init_producer_id::{InitProducerIdRequest, InitProducerIdResponse};
 use tracing::warn;
 
 use crate::context::ShardContext;
-
-super::served_versions!(msg);
 
 /// Kafka's `NO_PRODUCER_ID` / `NO_PRODUCER_EPOCH`.
 const NO_PRODUCER_ID: i64 = -1;

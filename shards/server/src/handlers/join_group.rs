@@ -6,7 +6,7 @@
 
 use sluice_group::JoinGroupArgs;
 use sluice_protocol::messages::join_group::{
-    self as msg, JoinGroupRequest, JoinGroupResponse, JoinGroupResponseMember,
+    JoinGroupRequest, JoinGroupResponse, JoinGroupResponseMember,
 };
 use sluice_shard::{GroupRequest, GroupResponse};
 
@@ -14,8 +14,6 @@ use super::ClientInfo;
 use crate::context::ShardContext;
 use crate::error::group_error_code;
 use crate::group_router;
-
-super::served_versions!(msg);
 
 /// Answers JoinGroup.
 pub async fn handle(

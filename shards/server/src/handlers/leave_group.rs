@@ -3,15 +3,13 @@
 
 use sluice_protocol::error::ErrorCode;
 use sluice_protocol::messages::leave_group::{
-    self as msg, LeaveGroupRequest, LeaveGroupResponse, MemberResponse,
+    LeaveGroupRequest, LeaveGroupResponse, MemberResponse,
 };
 use sluice_shard::{GroupRequest, GroupResponse};
 
 use crate::context::ShardContext;
 use crate::error::{group_error_code, group_result_code};
 use crate::group_router;
-
-super::served_versions!(msg);
 
 /// Answers LeaveGroup.
 pub async fn handle(

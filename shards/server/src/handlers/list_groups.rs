@@ -1,15 +1,11 @@
 //! ListGroups (key 16): every group on this broker, from every shard's coordinator; v4+ filters
 //! by state, v5+ by type (all groups here are "classic").
 
-use sluice_protocol::messages::list_groups::{
-    self as msg, ListGroupsRequest, ListGroupsResponse, ListedGroup,
-};
+use sluice_protocol::messages::list_groups::{ListGroupsRequest, ListGroupsResponse, ListedGroup};
 
 use crate::context::ShardContext;
 use crate::error::group_error_code;
 use crate::group_router;
-
-super::served_versions!(msg);
 
 /// The type of every group Sluice coordinates.
 const CLASSIC_GROUP_TYPE: &str = "classic";

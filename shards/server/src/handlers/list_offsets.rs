@@ -24,8 +24,6 @@ use sluice_shard::{MetadataImage, ShardId};
 use crate::context::ShardContext;
 use crate::{leadership, router};
 
-super::served_versions!(msg);
-
 /// Answers ListOffsets.
 pub async fn handle(
     ctx: &ShardContext,

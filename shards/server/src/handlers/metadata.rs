@@ -5,8 +5,8 @@
 use sluice_protocol::codec::Uuid;
 use sluice_protocol::error::ErrorCode;
 use sluice_protocol::messages::metadata::{
-    self as msg, MetadataRequest, MetadataResponse, MetadataResponseBroker,
-    MetadataResponsePartition, MetadataResponseTopic,
+    MetadataRequest, MetadataResponse, MetadataResponseBroker, MetadataResponsePartition,
+    MetadataResponseTopic,
 };
 use sluice_shard::{MetadataError, MetadataImage, NewTopic, PartitionImage, TopicImage};
 use tracing::warn;
@@ -14,8 +14,6 @@ use tracing::warn;
 use super::AUTHORIZED_OPERATIONS_OMITTED;
 use crate::context::ShardContext;
 use crate::controller_client;
-
-super::served_versions!(msg);
 
 /// Answers Metadata.
 pub async fn handle(

@@ -6,7 +6,7 @@
 use sluice_group::{CommitOffset, GroupError, OffsetCommitArgs};
 use sluice_protocol::error::ErrorCode;
 use sluice_protocol::messages::offset_commit::{
-    self as msg, OffsetCommitRequest, OffsetCommitResponse, OffsetCommitResponsePartition,
+    OffsetCommitRequest, OffsetCommitResponse, OffsetCommitResponsePartition,
     OffsetCommitResponseTopic,
 };
 use sluice_shard::{GroupRequest, GroupResponse};
@@ -14,8 +14,6 @@ use sluice_shard::{GroupRequest, GroupResponse};
 use crate::context::ShardContext;
 use crate::error::{group_error_code, group_result_code};
 use crate::group_router;
-
-super::served_versions!(msg);
 
 /// Answers OffsetCommit.
 pub async fn handle(

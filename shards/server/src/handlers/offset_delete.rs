@@ -2,7 +2,7 @@
 //! consumes (GROUP_SUBSCRIBED_TO_TOPIC for topics its members subscribe to).
 
 use sluice_protocol::messages::offset_delete::{
-    self as msg, OffsetDeleteRequest, OffsetDeleteResponse, OffsetDeleteResponsePartition,
+    OffsetDeleteRequest, OffsetDeleteResponse, OffsetDeleteResponsePartition,
     OffsetDeleteResponseTopic,
 };
 use sluice_shard::{GroupRequest, GroupResponse};
@@ -10,8 +10,6 @@ use sluice_shard::{GroupRequest, GroupResponse};
 use crate::context::ShardContext;
 use crate::error::{group_error_code, group_result_code};
 use crate::group_router;
-
-super::served_versions!(msg);
 
 /// Answers OffsetDelete.
 pub async fn handle(

@@ -4,16 +4,14 @@
 
 use sluice_protocol::error::ErrorCode;
 use sluice_protocol::messages::offset_fetch::{
-    self as msg, OffsetFetchRequest, OffsetFetchRequestTopic, OffsetFetchResponse,
-    OffsetFetchResponseGroup, OffsetFetchResponsePartition, OffsetFetchResponseTopic,
+    OffsetFetchRequest, OffsetFetchRequestTopic, OffsetFetchResponse, OffsetFetchResponseGroup,
+    OffsetFetchResponsePartition, OffsetFetchResponseTopic,
 };
 use sluice_shard::{GroupRequest, GroupResponse};
 
 use crate::context::ShardContext;
 use crate::error::group_error_code;
 use crate::group_router;
-
-super::served_versions!(msg);
 
 /// Answers OffsetFetch.
 pub async fn handle(

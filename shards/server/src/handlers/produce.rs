@@ -27,8 +27,6 @@ use crate::context::ShardContext;
 use crate::error::PartitionError;
 use crate::{controller_client, leadership, router};
 
-super::served_versions!(msg);
-
 /// A refusal: Kafka's error code and a message for the client.
 type Refusal = (ErrorCode, Option<String>);
 

@@ -2,14 +2,12 @@
 //! on the coordinator until the leader's assignment is stored.
 
 use sluice_group::SyncGroupArgs;
-use sluice_protocol::messages::sync_group::{self as msg, SyncGroupRequest, SyncGroupResponse};
+use sluice_protocol::messages::sync_group::{SyncGroupRequest, SyncGroupResponse};
 use sluice_shard::{GroupRequest, GroupResponse};
 
 use crate::context::ShardContext;
 use crate::error::group_error_code;
 use crate::group_router;
-
-super::served_versions!(msg);
 
 /// Answers SyncGroup.
 pub async fn handle(

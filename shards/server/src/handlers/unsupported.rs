@@ -9,15 +9,16 @@
 //! waiting. A body that does not parse is a protocol violation: the connection is closed.
 
 use bytes::BytesMut;
+use sluice_protocol::api_key::ApiKey;
 use sluice_protocol::error::{ErrorCode, ProtocolError};
-use sluice_protocol::messages::api_versions::ApiVersionsResponse;
+use sluice_protocol::messages::api_versions::{supported_api_versions, ApiVersionsResponse};
 use sluice_protocol::request::{encode_response, RequestDecodeError, ResponseBody};
 use tracing::info;
 
 use crate::dispatch::Outcome;
 
 /// ApiVersions' key: its unsupported-version answer is a v0 ApiVersions response.
-const API_VERSIONS: i16 = 18;
+const API_VERSIONS: i16 = ApiKey::ApiVersions.as_i16();
 
 /// Decides how to answer an undecodable request.
 pub fn answer(error: &RequestDecodeError) -> Outcome {
@@ -51,7 +52,7 @@ fn unsupported_version_frame(api_key: i16, correlation_id: i32) -> BytesMut {
         // client needs to retry with a version both sides know.
         let response = ApiVersionsResponse {
             error_code: ErrorCode::UNSUPPORTED_VERSION.0,
-            api_keys: super::api_versions::advertised()
+            api_keys: supported_api_versions()
                 .into_iter()
                 .filter(|v| v.api_key == API_VERSIONS)
                 .collect(),

@@ -8,15 +8,13 @@
 
 use sluice_protocol::error::ErrorCode;
 use sluice_protocol::messages::update_features::{
-    self as msg, UpdatableFeatureResult, UpdateFeaturesRequest, UpdateFeaturesResponse,
+    UpdatableFeatureResult, UpdateFeaturesRequest, UpdateFeaturesResponse,
 };
 use sluice_shard::{FeatureUpdate, UpgradeType};
 
 use crate::context::ShardContext;
 use crate::controller_client;
 use crate::error::metadata_error_code;
-
-super::served_versions!(msg);
 
 /// Answers UpdateFeatures.
 pub async fn handle(

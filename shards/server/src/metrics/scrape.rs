@@ -16,7 +16,6 @@ use sluice_shard::{ShardId, ShardMesh, ShardMessage, ShardStats};
 use super::process::{process_stats, thread_cpu_seconds};
 use super::text::{Exposition, Kind};
 use super::{Registry, LATENCY_BOUNDS_US};
-use crate::handlers::REGISTRY;
 use crate::util::join_all;
 
 /// A family written from a table: name, help, and how to read its value from `T`.
@@ -149,8 +148,8 @@ fn encode_requests(out: &mut Exposition, registry: &Registry) {
         .map(|us| *us as f64 / 1e6)
         .collect();
     let mut per_api: BTreeMap<i16, (Vec<u64>, u64)> = BTreeMap::new();
-    for entry in REGISTRY {
-        per_api.insert(entry.api_key, (vec![0; bounds.len() + 1], 0));
+    for api in sluice_protocol::SUPPORTED {
+        per_api.insert(api.key.as_i16(), (vec![0; bounds.len() + 1], 0));
     }
     for shard in &registry.shards {
         for (key, histogram) in shard.apis.iter().enumerate() {
