@@ -549,4 +549,52 @@ mod tests {
             assert!(MetadataRecord::decode(&buf).is_err());
         }
     }
+
+    fn hex(bytes: &[u8]) -> String {
+        bytes.iter().map(|b| format!("{b:02x}")).collect()
+    }
+
+    fn unhex(line: &str) -> Vec<u8> {
+        (0..line.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(&line[i..i + 2], 16).unwrap())
+            .collect()
+    }
+
+    /// Compares `actual` (one hex line per sample) with the golden file `name`, whose bytes were
+    /// captured once and must not change.
+    fn check_golden(name: &str, golden: &str, actual: &[String]) {
+        let golden: Vec<&str> = golden.lines().collect();
+        assert_eq!(actual, golden.as_slice(), "{name}: the bytes changed");
+    }
+
+    /// The encodings of `samples()` and of their entry, captured from the encoder that
+    /// predates the shared codec: the metadata log's bytes on disk must never change.
+    #[test]
+    fn encodings_match_the_golden_bytes() {
+        let mut actual: Vec<String> = samples()
+            .iter()
+            .map(|record| {
+                let mut buf = Vec::new();
+                record.encode(&mut buf);
+                hex(&buf)
+            })
+            .collect();
+        actual.push(hex(&encode_entry(&samples())));
+        check_golden(
+            "metadata_records.hex",
+            include_str!("golden/metadata_records.hex"),
+            &actual,
+        );
+        let golden: Vec<&str> = include_str!("golden/metadata_records.hex")
+            .lines()
+            .collect();
+        for (line, record) in golden.iter().zip(samples()) {
+            assert_eq!(MetadataRecord::decode(&unhex(line)).unwrap(), record);
+        }
+        assert_eq!(
+            decode_entry(&unhex(golden[golden.len() - 1])).unwrap(),
+            samples()
+        );
+    }
 }

@@ -1858,4 +1858,51 @@ mod tests {
             decode_both_ways(&noise);
         }
     }
+
+    fn hex(bytes: &[u8]) -> String {
+        bytes.iter().map(|b| format!("{b:02x}")).collect()
+    }
+
+    fn unhex(line: &str) -> Vec<u8> {
+        (0..line.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(&line[i..i + 2], 16).unwrap())
+            .collect()
+    }
+
+    /// Compares `actual` (one hex line per sample) with the golden file `name`, whose bytes were
+    /// captured once and must not change.
+    fn check_golden(name: &str, golden: &str, actual: &[String]) {
+        let golden: Vec<&str> = golden.lines().collect();
+        assert_eq!(actual, golden.as_slice(), "{name}: the bytes changed");
+    }
+
+    /// Every sample frame, captured from the encoder that predates the shared codec: the
+    /// controller RPC's bytes must never change (controllers and brokers of different builds
+    /// talk to each other during a rolling upgrade).
+    #[test]
+    fn frames_match_the_golden_bytes() {
+        let actual: Vec<String> = sample_frames().iter().map(|f| hex(f)).collect();
+        check_golden(
+            "rpc_frames.hex",
+            include_str!("golden/rpc_frames.hex"),
+            &actual,
+        );
+        let golden: Vec<&str> = include_str!("golden/rpc_frames.hex").lines().collect();
+        let requests = requests();
+        for (i, line) in golden.iter().enumerate() {
+            let frame = unhex(line);
+            let frame = &frame[FRAME_PREFIX_BYTES..];
+            if let Some(request) = requests.get(i) {
+                let (id, decoded) = ControllerRequest::decode(frame).unwrap();
+                assert_eq!(id, i as u32);
+                assert_eq!(format!("{decoded:?}"), format!("{request:?}"));
+            } else {
+                let response = &responses()[i - requests.len()];
+                let (id, decoded) = ControllerResponse::decode(frame).unwrap();
+                assert_eq!(id, 1000 + (i - requests.len()) as u32);
+                assert_eq!(format!("{decoded:?}"), format!("{response:?}"));
+            }
+        }
+    }
 }

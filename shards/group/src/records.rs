@@ -486,4 +486,103 @@ mod tests {
         huge.put_i32(i32::MAX);
         assert_eq!(decode_group_value(&huge), Err(RecordError::Truncated));
     }
+
+    fn hex(bytes: &[u8]) -> String {
+        bytes.iter().map(|b| format!("{b:02x}")).collect()
+    }
+
+    fn unhex(line: &str) -> Vec<u8> {
+        (0..line.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(&line[i..i + 2], 16).unwrap())
+            .collect()
+    }
+
+    /// Compares `actual` (one hex line per sample) with the golden file `name`, whose bytes were
+    /// captured once and must not change.
+    fn check_golden(name: &str, golden: &str, actual: &[String]) {
+        let golden: Vec<&str> = golden.lines().collect();
+        assert_eq!(actual, golden.as_slice(), "{name}: the bytes changed");
+    }
+
+    fn samples() -> Vec<OffsetsRecord> {
+        let member = |id: &str, instance: Option<&str>| StoredMember {
+            member_id: id.into(),
+            group_instance_id: instance.map(Into::into),
+            client_id: "client-1".into(),
+            client_host: "/127.0.0.1".into(),
+            rebalance_timeout_ms: 300_000,
+            session_timeout_ms: 45_000,
+            subscription: Bytes::from_static(b"\x00\x01sub"),
+            assignment: Bytes::new(),
+        };
+        vec![
+            OffsetsRecord::OffsetCommit {
+                group_id: "group-a".into(),
+                topic: "orders".into(),
+                partition: 11,
+                value: Some(OffsetCommitValue {
+                    offset: 1 << 40,
+                    leader_epoch: -1,
+                    metadata: String::new(),
+                    commit_timestamp_ms: 1_700_000_000_123,
+                }),
+            },
+            OffsetsRecord::OffsetCommit {
+                group_id: "g✓".into(),
+                topic: "t".into(),
+                partition: 0,
+                value: None,
+            },
+            OffsetsRecord::GroupMetadata {
+                group_id: "group-a".into(),
+                value: Some(GroupMetadataValue {
+                    protocol_type: "consumer".into(),
+                    generation_id: 7,
+                    protocol_name: Some("range".into()),
+                    leader: Some("m-1".into()),
+                    current_state_timestamp_ms: 1_700_000_000_000,
+                    members: vec![member("m-1", Some("static-1")), member("m-2", None)],
+                }),
+            },
+            OffsetsRecord::GroupMetadata {
+                group_id: "empty".into(),
+                value: Some(GroupMetadataValue {
+                    protocol_type: String::new(),
+                    generation_id: 0,
+                    protocol_name: None,
+                    leader: None,
+                    current_state_timestamp_ms: -1,
+                    members: Vec::new(),
+                }),
+            },
+            OffsetsRecord::GroupMetadata {
+                group_id: "gone".into(),
+                value: None,
+            },
+        ]
+    }
+
+    /// Keys and values of `samples()`, captured from the encoder that predates the shared
+    /// codec: `__consumer_offsets` must read the same after an upgrade (and as Kafka's).
+    #[test]
+    fn encodings_match_the_golden_bytes() {
+        let actual: Vec<String> = samples()
+            .iter()
+            .map(|record| {
+                let value = record.encode_value().map_or("-".to_string(), |v| hex(&v));
+                format!("{} {value}", hex(&record.encode_key()))
+            })
+            .collect();
+        let golden = include_str!("golden/offsets_records.hex");
+        check_golden("offsets_records.hex", golden, &actual);
+        for (line, record) in golden.lines().zip(samples()) {
+            let (key, value) = line.split_once(' ').unwrap();
+            let value = (value != "-").then(|| unhex(value));
+            assert_eq!(
+                OffsetsRecord::decode(&unhex(key), value.as_deref()),
+                Ok(record)
+            );
+        }
+    }
 }
