@@ -211,3 +211,18 @@ fn tagged_fields_may_repeat_and_come_out_of_order() {
     assert_eq!(tags, [5, 0, 0]);
     assert_eq!(last, Some(2));
 }
+
+#[test]
+fn exact_utf8_refuses_malformed_strings_and_truncation() {
+    let mut d = Decoder::from_slice(b"ok\xff");
+    assert_eq!(d.utf8_exact(2).unwrap(), "ok");
+    assert!(matches!(
+        d.utf8_exact(1),
+        Err(ProtocolError::InvalidValue(_))
+    ));
+    let mut d = Decoder::from_slice(b"ab");
+    assert!(matches!(
+        d.utf8_exact(3),
+        Err(ProtocolError::Truncated { .. })
+    ));
+}
