@@ -142,6 +142,11 @@ impl Decoder {
         Ok(i64::from_be_bytes(self.take_array()?))
     }
 
+    /// Reads a `uint64` (not a Kafka type: Sluice's own formats carry Raft's terms and indexes).
+    pub fn u64(&mut self) -> Result<u64> {
+        Ok(u64::from_be_bytes(self.take_array()?))
+    }
+
     /// Reads a `float64`.
     pub fn f64(&mut self) -> Result<f64> {
         Ok(f64::from_be_bytes(self.take_array()?))

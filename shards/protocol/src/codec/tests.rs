@@ -120,6 +120,7 @@ fn encoder_round_trips_primitives() {
     e.put_i64(-5);
     e.put_u16(65000);
     e.put_u32(4_000_000_000);
+    e.put_u64(u64::MAX - 1);
     e.put_f64(1.5);
     e.put_bool(true);
     e.put_uuid(Uuid::from_u128(42));
@@ -136,6 +137,7 @@ fn encoder_round_trips_primitives() {
     assert_eq!(d.i64(), Ok(-5));
     assert_eq!(d.u16(), Ok(65000));
     assert_eq!(d.u32(), Ok(4_000_000_000));
+    assert_eq!(d.u64(), Ok(u64::MAX - 1));
     assert_eq!(d.f64(), Ok(1.5));
     assert_eq!(d.bool(), Ok(true));
     assert_eq!(d.uuid(), Ok(Uuid::from_u128(42)));
