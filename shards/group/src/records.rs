@@ -517,4 +517,31 @@ mod tests {
             );
         }
     }
+
+    /// Every truncation of every golden key and value is an error; every byte of them
+    /// overwritten with any value decodes or errors, never panics.
+    #[test]
+    fn truncated_and_garbled_golden_records_never_panic() {
+        for line in include_str!("golden/offsets_records.hex").lines() {
+            let (key, value) = line.split_once(' ').unwrap();
+            let key = unhex(key);
+            for cut in 0..key.len() {
+                assert!(OffsetsRecord::decode(&key[..cut], None).is_err());
+            }
+            if value == "-" {
+                continue;
+            }
+            let value = unhex(value);
+            for cut in 0..value.len() {
+                assert!(OffsetsRecord::decode(&key, Some(&value[..cut])).is_err());
+            }
+            for at in 0..value.len() {
+                for byte in [0x00, 0x7f, 0x80, 0xff] {
+                    let mut garbled = value.clone();
+                    garbled[at] = byte;
+                    let _ = OffsetsRecord::decode(&key, Some(&garbled));
+                }
+            }
+        }
+    }
 }
