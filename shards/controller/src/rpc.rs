@@ -649,10 +649,18 @@ impl<A: Wire, B: Wire> Wire for (A, B) {
     }
 }
 
+const fn min(a: usize, b: usize) -> usize {
+    if a < b {
+        a
+    } else {
+        b
+    }
+}
+
 /// A `u8` tag (0 ok, 1 error), then the value.
 impl<T: Wire> Wire for Result<T, MetadataError> {
-    // The tag alone: the error side can be a bare tag.
-    const MIN_BYTES: usize = 1 + MetadataError::MIN_BYTES;
+    // The tag, then the smaller of the two sides (`Ok(())` is the tag alone).
+    const MIN_BYTES: usize = 1 + min(T::MIN_BYTES, MetadataError::MIN_BYTES);
 
     fn put(&self, e: &mut Encoder) {
         match self {
@@ -1184,6 +1192,19 @@ mod tests {
                 std::mem::discriminant(&error)
             );
         }
+    }
+
+    #[test]
+    fn lists_of_one_byte_results_fit_their_count_check() {
+        // `Ok(())` is one byte: a list of them must not be refused as longer than the frame.
+        let response = ControllerResponse::CreatePartitions {
+            results: vec![Ok(()); 100],
+            metadata_offset: 5,
+        };
+        let mut out = Vec::new();
+        response.encode(1, &mut out).unwrap();
+        let (_, decoded) = ControllerResponse::decode(&out[FRAME_PREFIX_BYTES..]).unwrap();
+        assert_eq!(format!("{decoded:?}"), format!("{response:?}"));
     }
 
     #[test]
