@@ -12,7 +12,9 @@
 //!
 //! A record without a value is a tombstone: the offset or the group was deleted.
 
-use bytes::{BufMut, Bytes, BytesMut};
+use bytes::Bytes;
+use sluice_protocol::codec::{Decoder, Encoder};
+use sluice_protocol::ProtocolError;
 
 /// Key version of an offset commit.
 const OFFSET_COMMIT_KEY_VERSION: i16 = 1;
@@ -26,9 +28,9 @@ const GROUP_METADATA_VALUE_VERSION: i16 = 3;
 /// A record of `__consumer_offsets` that could not be read.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum RecordError {
-    /// The bytes end inside a field.
-    #[error("record truncated")]
-    Truncated,
+    /// The bytes end inside a field, or a field holds what its type forbids.
+    #[error("malformed record: {0}")]
+    Malformed(#[from] ProtocolError),
     /// A schema version this broker does not read.
     #[error("unknown {what} version {version}")]
     UnknownVersion {
@@ -37,9 +39,6 @@ pub enum RecordError {
         /// The version found.
         version: i16,
     },
-    /// A string is not UTF-8.
-    #[error("string is not UTF-8")]
-    BadString,
     /// A negative length where one is not allowed.
     #[error("negative length")]
     NegativeLength,
@@ -130,7 +129,7 @@ impl OffsetsRecord {
 
     /// Encodes the key.
     pub fn encode_key(&self) -> Bytes {
-        let mut out = BytesMut::with_capacity(64);
+        let mut e = Encoder::with_capacity(64);
         match self {
             OffsetsRecord::OffsetCommit {
                 group_id,
@@ -138,17 +137,17 @@ impl OffsetsRecord {
                 partition,
                 ..
             } => {
-                out.put_i16(OFFSET_COMMIT_KEY_VERSION);
-                put_string(&mut out, group_id);
-                put_string(&mut out, topic);
-                out.put_i32(*partition);
+                e.put_i16(OFFSET_COMMIT_KEY_VERSION);
+                e.put_string(group_id, false);
+                e.put_string(topic, false);
+                e.put_i32(*partition);
             }
             OffsetsRecord::GroupMetadata { group_id, .. } => {
-                out.put_i16(GROUP_METADATA_KEY_VERSION);
-                put_string(&mut out, group_id);
+                e.put_i16(GROUP_METADATA_KEY_VERSION);
+                e.put_string(group_id, false);
             }
         }
-        out.freeze()
+        e.into_inner().freeze()
     }
 
     /// Encodes the value; `None` for a tombstone.
@@ -162,17 +161,17 @@ impl OffsetsRecord {
     /// Decodes a record's key and value. Records with keys of unknown versions are an error
     /// (the caller logs and skips them).
     pub fn decode(key: &[u8], value: Option<&[u8]>) -> Result<OffsetsRecord, RecordError> {
-        let mut k = Reader { buf: key };
+        let mut k = Decoder::from_slice(key);
         let version = k.i16()?;
         match version {
             0 | 1 => Ok(OffsetsRecord::OffsetCommit {
-                group_id: k.string()?,
-                topic: k.string()?,
+                group_id: k.string(false)?,
+                topic: k.string(false)?,
                 partition: k.i32()?,
                 value: value.map(decode_offset_value).transpose()?,
             }),
             2 => Ok(OffsetsRecord::GroupMetadata {
-                group_id: k.string()?,
+                group_id: k.string(false)?,
                 value: value.map(decode_group_value).transpose()?,
             }),
             version => Err(RecordError::UnknownVersion {
@@ -184,17 +183,17 @@ impl OffsetsRecord {
 }
 
 fn encode_offset_value(v: &OffsetCommitValue) -> Bytes {
-    let mut out = BytesMut::with_capacity(32 + v.metadata.len());
-    out.put_i16(OFFSET_COMMIT_VALUE_VERSION);
-    out.put_i64(v.offset);
-    out.put_i32(v.leader_epoch);
-    put_string(&mut out, &v.metadata);
-    out.put_i64(v.commit_timestamp_ms);
-    out.freeze()
+    let mut e = Encoder::with_capacity(32 + v.metadata.len());
+    e.put_i16(OFFSET_COMMIT_VALUE_VERSION);
+    e.put_i64(v.offset);
+    e.put_i32(v.leader_epoch);
+    e.put_string(&v.metadata, false);
+    e.put_i64(v.commit_timestamp_ms);
+    e.into_inner().freeze()
 }
 
 fn decode_offset_value(buf: &[u8]) -> Result<OffsetCommitValue, RecordError> {
-    let mut r = Reader { buf };
+    let mut r = Decoder::from_slice(buf);
     let version = r.i16()?;
     if !(0..=3).contains(&version) {
         return Err(RecordError::UnknownVersion {
@@ -204,7 +203,7 @@ fn decode_offset_value(buf: &[u8]) -> Result<OffsetCommitValue, RecordError> {
     }
     let offset = r.i64()?;
     let leader_epoch = if version >= 3 { r.i32()? } else { -1 };
-    let metadata = r.string()?;
+    let metadata = r.string(false)?;
     let commit_timestamp_ms = r.i64()?;
     if version == 1 {
         let _expire_timestamp_ms = r.i64()?;
@@ -223,29 +222,28 @@ fn encode_group_value(v: &GroupMetadataValue) -> Bytes {
         .iter()
         .map(|m| 64 + m.member_id.len() + m.subscription.len() + m.assignment.len())
         .sum();
-    let mut out = BytesMut::with_capacity(64 + members_bytes);
-    out.put_i16(GROUP_METADATA_VALUE_VERSION);
-    put_string(&mut out, &v.protocol_type);
-    out.put_i32(v.generation_id);
-    put_nullable_string(&mut out, v.protocol_name.as_deref());
-    put_nullable_string(&mut out, v.leader.as_deref());
-    out.put_i64(v.current_state_timestamp_ms);
-    out.put_i32(v.members.len() as i32);
-    for m in &v.members {
-        put_string(&mut out, &m.member_id);
-        put_nullable_string(&mut out, m.group_instance_id.as_deref());
-        put_string(&mut out, &m.client_id);
-        put_string(&mut out, &m.client_host);
-        out.put_i32(m.rebalance_timeout_ms);
-        out.put_i32(m.session_timeout_ms);
-        put_bytes(&mut out, &m.subscription);
-        put_bytes(&mut out, &m.assignment);
-    }
-    out.freeze()
+    let mut e = Encoder::with_capacity(64 + members_bytes);
+    e.put_i16(GROUP_METADATA_VALUE_VERSION);
+    e.put_string(&v.protocol_type, false);
+    e.put_i32(v.generation_id);
+    e.put_nullable_string(v.protocol_name.as_deref(), false);
+    e.put_nullable_string(v.leader.as_deref(), false);
+    e.put_i64(v.current_state_timestamp_ms);
+    e.put_array(&v.members, false, |e, m| {
+        e.put_string(&m.member_id, false);
+        e.put_nullable_string(m.group_instance_id.as_deref(), false);
+        e.put_string(&m.client_id, false);
+        e.put_string(&m.client_host, false);
+        e.put_i32(m.rebalance_timeout_ms);
+        e.put_i32(m.session_timeout_ms);
+        e.put_bytes(&m.subscription, false);
+        e.put_bytes(&m.assignment, false);
+    });
+    e.into_inner().freeze()
 }
 
 fn decode_group_value(buf: &[u8]) -> Result<GroupMetadataValue, RecordError> {
-    let mut r = Reader { buf };
+    let mut r = Decoder::from_slice(buf);
     let version = r.i16()?;
     if !(0..=3).contains(&version) {
         return Err(RecordError::UnknownVersion {
@@ -253,45 +251,15 @@ fn decode_group_value(buf: &[u8]) -> Result<GroupMetadataValue, RecordError> {
             version,
         });
     }
-    let protocol_type = r.string()?;
+    let protocol_type = r.string(false)?;
     let generation_id = r.i32()?;
-    let protocol_name = r.nullable_string()?;
-    let leader = r.nullable_string()?;
+    let protocol_name = r.nullable_string(false)?;
+    let leader = r.nullable_string(false)?;
     let current_state_timestamp_ms = if version >= 2 { r.i64()? } else { -1 };
-    let count = r.i32()?;
-    if count < 0 {
-        return Err(RecordError::NegativeLength);
-    }
-    // Each member takes at least 20 bytes: never reserve more than the input can hold.
-    let mut members = Vec::with_capacity((count as usize).min(r.buf.len() / 20));
-    for _ in 0..count {
-        let member_id = r.string()?;
-        let group_instance_id = if version >= 3 {
-            r.nullable_string()?
-        } else {
-            None
-        };
-        let client_id = r.string()?;
-        let client_host = r.string()?;
-        let rebalance_timeout_ms = if version >= 1 { r.i32()? } else { -1 };
-        let session_timeout_ms = r.i32()?;
-        let subscription = Bytes::copy_from_slice(r.bytes()?);
-        let assignment = Bytes::copy_from_slice(r.bytes()?);
-        members.push(StoredMember {
-            member_id,
-            group_instance_id,
-            client_id,
-            client_host,
-            rebalance_timeout_ms: if rebalance_timeout_ms < 0 {
-                session_timeout_ms
-            } else {
-                rebalance_timeout_ms
-            },
-            session_timeout_ms,
-            subscription,
-            assignment,
-        });
-    }
+    // The array codec refuses counts the bytes cannot hold before reserving anything.
+    let members = r
+        .nullable_array(false, |r| decode_member(r, version))?
+        .ok_or(RecordError::NegativeLength)?;
     Ok(GroupMetadataValue {
         protocol_type,
         generation_id,
@@ -302,77 +270,35 @@ fn decode_group_value(buf: &[u8]) -> Result<GroupMetadataValue, RecordError> {
     })
 }
 
-fn put_string(out: &mut BytesMut, s: &str) {
-    out.put_i16(s.len().min(i16::MAX as usize) as i16);
-    out.put_slice(&s.as_bytes()[..s.len().min(i16::MAX as usize)]);
-}
-
-fn put_nullable_string(out: &mut BytesMut, s: Option<&str>) {
-    match s {
-        Some(s) => put_string(out, s),
-        None => out.put_i16(-1),
-    }
-}
-
-fn put_bytes(out: &mut BytesMut, b: &[u8]) {
-    out.put_i32(b.len() as i32);
-    out.put_slice(b);
-}
-
-/// A bounds-checked big-endian reader over untrusted bytes.
-pub(crate) struct Reader<'a> {
-    pub(crate) buf: &'a [u8],
-}
-
-impl<'a> Reader<'a> {
-    fn take(&mut self, n: usize) -> Result<&'a [u8], RecordError> {
-        if self.buf.len() < n {
-            return Err(RecordError::Truncated);
-        }
-        let (head, tail) = self.buf.split_at(n);
-        self.buf = tail;
-        Ok(head)
-    }
-
-    pub(crate) fn i16(&mut self) -> Result<i16, RecordError> {
-        let b = self.take(2)?;
-        Ok(i16::from_be_bytes([b[0], b[1]]))
-    }
-
-    pub(crate) fn i32(&mut self) -> Result<i32, RecordError> {
-        let b = self.take(4)?;
-        Ok(i32::from_be_bytes([b[0], b[1], b[2], b[3]]))
-    }
-
-    fn i64(&mut self) -> Result<i64, RecordError> {
-        let b = self.take(8)?;
-        let mut a = [0u8; 8];
-        a.copy_from_slice(b);
-        Ok(i64::from_be_bytes(a))
-    }
-
-    pub(crate) fn string(&mut self) -> Result<String, RecordError> {
-        self.nullable_string()?.ok_or(RecordError::NegativeLength)
-    }
-
-    fn nullable_string(&mut self) -> Result<Option<String>, RecordError> {
-        let len = self.i16()?;
-        if len < 0 {
-            return Ok(None);
-        }
-        let b = self.take(len as usize)?;
-        std::str::from_utf8(b)
-            .map(|s| Some(s.to_string()))
-            .map_err(|_| RecordError::BadString)
-    }
-
-    pub(crate) fn bytes(&mut self) -> Result<&'a [u8], RecordError> {
-        let len = self.i32()?;
-        if len < 0 {
-            return Ok(&[]);
-        }
-        self.take(len as usize)
-    }
+fn decode_member(r: &mut Decoder, version: i16) -> Result<StoredMember, ProtocolError> {
+    let member_id = r.string(false)?;
+    let group_instance_id = if version >= 3 {
+        r.nullable_string(false)?
+    } else {
+        None
+    };
+    let client_id = r.string(false)?;
+    let client_host = r.string(false)?;
+    let rebalance_timeout_ms = if version >= 1 { r.i32()? } else { -1 };
+    let session_timeout_ms = r.i32()?;
+    // Kafka writes these non-null; a null one (a foreign writer) reads as empty.
+    let subscription = r.nullable_bytes(false)?.unwrap_or_default();
+    let assignment = r.nullable_bytes(false)?.unwrap_or_default();
+    Ok(StoredMember {
+        member_id,
+        group_instance_id,
+        client_id,
+        client_host,
+        // Before v1 there was no rebalance timeout: Kafka uses the session timeout.
+        rebalance_timeout_ms: if rebalance_timeout_ms < 0 {
+            session_timeout_ms
+        } else {
+            rebalance_timeout_ms
+        },
+        session_timeout_ms,
+        subscription,
+        assignment,
+    })
 }
 
 #[cfg(test)]
@@ -437,12 +363,13 @@ mod tests {
     #[test]
     fn old_offset_value_versions_decode() {
         // v1: offset, metadata, commit timestamp, expire timestamp.
-        let mut v1 = BytesMut::new();
+        let mut v1 = Encoder::new();
         v1.put_i16(1);
         v1.put_i64(10);
-        put_string(&mut v1, "");
+        v1.put_string("", false);
         v1.put_i64(5);
         v1.put_i64(99);
+        let v1 = v1.into_inner();
         let decoded = decode_offset_value(&v1).expect("v1 decodes");
         assert_eq!((decoded.offset, decoded.leader_epoch), (10, -1));
     }
@@ -476,14 +403,145 @@ mod tests {
             })
         );
         // A member count far beyond the bytes present must not allocate for it.
-        let mut huge = BytesMut::new();
+        let mut huge = Encoder::new();
         huge.put_i16(3);
-        put_string(&mut huge, "consumer");
+        huge.put_string("consumer", false);
         huge.put_i32(1);
         huge.put_i16(-1);
         huge.put_i16(-1);
         huge.put_i64(0);
         huge.put_i32(i32::MAX);
-        assert_eq!(decode_group_value(&huge), Err(RecordError::Truncated));
+        assert_eq!(
+            decode_group_value(huge.as_slice()),
+            Err(RecordError::Malformed(ProtocolError::InvalidLength(
+                i64::from(i32::MAX)
+            )))
+        );
+    }
+
+    fn hex(bytes: &[u8]) -> String {
+        bytes.iter().map(|b| format!("{b:02x}")).collect()
+    }
+
+    fn unhex(line: &str) -> Vec<u8> {
+        (0..line.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(&line[i..i + 2], 16).unwrap())
+            .collect()
+    }
+
+    /// Compares `actual` (one hex line per sample) with the golden file `name`, whose bytes were
+    /// captured once and must not change.
+    fn check_golden(name: &str, golden: &str, actual: &[String]) {
+        let golden: Vec<&str> = golden.lines().collect();
+        assert_eq!(actual, golden.as_slice(), "{name}: the bytes changed");
+    }
+
+    fn samples() -> Vec<OffsetsRecord> {
+        let member = |id: &str, instance: Option<&str>| StoredMember {
+            member_id: id.into(),
+            group_instance_id: instance.map(Into::into),
+            client_id: "client-1".into(),
+            client_host: "/127.0.0.1".into(),
+            rebalance_timeout_ms: 300_000,
+            session_timeout_ms: 45_000,
+            subscription: Bytes::from_static(b"\x00\x01sub"),
+            assignment: Bytes::new(),
+        };
+        vec![
+            OffsetsRecord::OffsetCommit {
+                group_id: "group-a".into(),
+                topic: "orders".into(),
+                partition: 11,
+                value: Some(OffsetCommitValue {
+                    offset: 1 << 40,
+                    leader_epoch: -1,
+                    metadata: String::new(),
+                    commit_timestamp_ms: 1_700_000_000_123,
+                }),
+            },
+            OffsetsRecord::OffsetCommit {
+                group_id: "g✓".into(),
+                topic: "t".into(),
+                partition: 0,
+                value: None,
+            },
+            OffsetsRecord::GroupMetadata {
+                group_id: "group-a".into(),
+                value: Some(GroupMetadataValue {
+                    protocol_type: "consumer".into(),
+                    generation_id: 7,
+                    protocol_name: Some("range".into()),
+                    leader: Some("m-1".into()),
+                    current_state_timestamp_ms: 1_700_000_000_000,
+                    members: vec![member("m-1", Some("static-1")), member("m-2", None)],
+                }),
+            },
+            OffsetsRecord::GroupMetadata {
+                group_id: "empty".into(),
+                value: Some(GroupMetadataValue {
+                    protocol_type: String::new(),
+                    generation_id: 0,
+                    protocol_name: None,
+                    leader: None,
+                    current_state_timestamp_ms: -1,
+                    members: Vec::new(),
+                }),
+            },
+            OffsetsRecord::GroupMetadata {
+                group_id: "gone".into(),
+                value: None,
+            },
+        ]
+    }
+
+    /// Keys and values of `samples()`, captured from the encoder that predates the shared
+    /// codec: `__consumer_offsets` must read the same after an upgrade (and as Kafka's).
+    #[test]
+    fn encodings_match_the_golden_bytes() {
+        let actual: Vec<String> = samples()
+            .iter()
+            .map(|record| {
+                let value = record.encode_value().map_or("-".to_string(), |v| hex(&v));
+                format!("{} {value}", hex(&record.encode_key()))
+            })
+            .collect();
+        let golden = include_str!("golden/offsets_records.hex");
+        check_golden("offsets_records.hex", golden, &actual);
+        for (line, record) in golden.lines().zip(samples()) {
+            let (key, value) = line.split_once(' ').unwrap();
+            let value = (value != "-").then(|| unhex(value));
+            assert_eq!(
+                OffsetsRecord::decode(&unhex(key), value.as_deref()),
+                Ok(record)
+            );
+        }
+    }
+
+    /// Every truncation of every golden key and value is an error; every byte of them
+    /// overwritten with any value decodes or errors, never panics.
+    #[test]
+    fn truncated_and_garbled_golden_records_never_panic() {
+        for line in include_str!("golden/offsets_records.hex").lines() {
+            let (key, value) = line.split_once(' ').unwrap();
+            let key = unhex(key);
+            for cut in 0..key.len() {
+                assert!(OffsetsRecord::decode(&key[..cut], None).is_err());
+            }
+            if value == "-" {
+                continue;
+            }
+            let value = unhex(value);
+            for cut in 0..value.len() {
+                assert!(OffsetsRecord::decode(&key, Some(&value[..cut])).is_err());
+            }
+            for at in 0..value.len() {
+                for byte in [0x00, 0x7f, 0x80, 0xff] {
+                    let mut garbled = value.clone();
+                    garbled[at] = byte;
+                    let _ = OffsetsRecord::decode(&key, Some(&garbled));
+                }
+            }
+        }
     }
 }

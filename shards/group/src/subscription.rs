@@ -2,28 +2,19 @@
 //! to (Kafka's `ConsumerProtocolSubscription`: version, then the topic array, in every version).
 //! OffsetDelete and offset expiry need it; the rest of the metadata stays opaque.
 
-use crate::records::Reader;
+use sluice_protocol::codec::Decoder;
 
 /// The protocol type of Kafka consumers.
 pub const CONSUMER_PROTOCOL_TYPE: &str = "consumer";
 
 /// The topics in a consumer's subscription metadata, `None` when it cannot be read.
 pub fn subscribed_topics(metadata: &[u8]) -> Option<Vec<String>> {
-    let mut r = Reader { buf: metadata };
-    let version = r.i16().ok()?;
-    if version < 0 {
+    let mut d = Decoder::from_slice(metadata);
+    if d.i16().ok()? < 0 {
         return None;
     }
-    let count = r.i32().ok()?;
-    if count < 0 {
-        return None;
-    }
-    // A topic takes at least 2 bytes: never reserve more than the input can hold.
-    let mut topics = Vec::with_capacity((count as usize).min(r.buf.len() / 2));
-    for _ in 0..count {
-        topics.push(r.string().ok()?);
-    }
-    Some(topics)
+    // A null or oversized topic array fails here, before anything is reserved for it.
+    d.array(false, |d| d.string(false)).ok()
 }
 
 #[cfg(test)]

@@ -5,6 +5,10 @@
 //! the input could justify, and returns byte fields as zero-copy slices of the
 //! frame. "flexible" selects the compact encodings (KIP-482) used by flexible
 //! message versions: unsigned-varint lengths biased by one, and tagged fields.
+//!
+//! The same pair reads and writes Sluice's own binary formats (metadata records, the
+//! controller RPC, `__consumer_offsets` records, producer-state snapshots, the quorum log):
+//! their fields are these primitives, and their decoding must be just as hostile-input safe.
 
 use bytes::Bytes;
 
@@ -31,6 +35,12 @@ impl Decoder {
     /// Starts reading at the beginning of `buf`.
     pub fn new(buf: Bytes) -> Decoder {
         Decoder { buf, pos: 0 }
+    }
+
+    /// Reads a copy of `buf`: for input held in a borrowed buffer (a file read, a socket
+    /// buffer); one copy of the whole input, never one per field.
+    pub fn from_slice(buf: &[u8]) -> Decoder {
+        Decoder::new(Bytes::copy_from_slice(buf))
     }
 
     /// Bytes not yet consumed.
@@ -130,6 +140,11 @@ impl Decoder {
     /// Reads an `int64`.
     pub fn i64(&mut self) -> Result<i64> {
         Ok(i64::from_be_bytes(self.take_array()?))
+    }
+
+    /// Reads a `uint64` (not a Kafka type: Sluice's own formats carry Raft's terms and indexes).
+    pub fn u64(&mut self) -> Result<u64> {
+        Ok(u64::from_be_bytes(self.take_array()?))
     }
 
     /// Reads a `float64`.
@@ -237,6 +252,15 @@ impl Decoder {
     /// closing the connection. Do the same.
     fn utf8(&mut self, n: usize) -> Result<String> {
         Ok(lossy_utf8(self.take(n)?))
+    }
+
+    /// Reads `n` bytes of strictly valid UTF-8. Sluice's own formats use it: their encoders
+    /// only ever write `str`s, so a malformed sequence is corruption, and replacing it would
+    /// make a decoded value encode to other bytes than it came from.
+    pub fn utf8_exact(&mut self, n: usize) -> Result<String> {
+        std::str::from_utf8(self.take(n)?)
+            .map(str::to_owned)
+            .map_err(|_| ProtocolError::InvalidValue("string is not UTF-8"))
     }
 
     /// Reads a non-nullable `string` / `compact_string`.

@@ -1767,3 +1767,130 @@ fn join_group_request(rebalance_timeout_ms: i32) -> RequestBody {
         reason: None,
     })
 }
+
+mod alter_configs_bodies {
+    use bytes::Bytes;
+    use sluice_protocol::codec::{Decoder, Encoder};
+    use sluice_protocol::messages::alter_configs::{
+        AlterConfigsRequest, AlterConfigsResource, AlterableConfig,
+    };
+    use sluice_protocol::messages::incremental_alter_configs::{
+        self as incremental, IncrementalAlterConfigsRequest, OP_DELETE, OP_SET,
+    };
+
+    fn alter() -> AlterConfigsRequest {
+        AlterConfigsRequest {
+            resources: vec![AlterConfigsResource {
+                resource_type: 2,
+                resource_name: "t".into(),
+                configs: vec![
+                    AlterableConfig {
+                        name: "a".into(),
+                        value: Some("1".into()),
+                    },
+                    AlterableConfig {
+                        name: "b".into(),
+                        value: None,
+                    },
+                ],
+            }],
+            validate_only: true,
+        }
+    }
+
+    fn incremental() -> IncrementalAlterConfigsRequest {
+        IncrementalAlterConfigsRequest {
+            resources: vec![incremental::AlterConfigsResource {
+                resource_type: 2,
+                resource_name: "t".into(),
+                configs: vec![
+                    incremental::AlterableConfig {
+                        name: "a".into(),
+                        config_operation: OP_SET,
+                        value: Some("1".into()),
+                    },
+                    incremental::AlterableConfig {
+                        name: "b".into(),
+                        config_operation: OP_DELETE,
+                        value: None,
+                    },
+                ],
+            }],
+            validate_only: false,
+        }
+    }
+
+    /// AlterConfigs v0/v1 and v2 (flexible), from the schema: resources [type int8, name,
+    /// configs [name, value (nullable)]], validate_only.
+    #[test]
+    fn alter_configs_request_bodies() {
+        #[rustfmt::skip]
+        let classic = [
+            0, 0, 0, 1, // resources: 1
+            2, 0, 1, b't', // type 2, name "t"
+            0, 0, 0, 2, // configs: 2
+            0, 1, b'a', 0, 1, b'1', // "a" = "1"
+            0, 1, b'b', 0xff, 0xff, // "b" = null
+            1, // validate_only
+        ];
+        #[rustfmt::skip]
+        let flexible = [
+            2, // resources: 1 + 1
+            2, 2, b't', // type 2, name "t"
+            3, // configs: 2 + 1
+            2, b'a', 2, b'1', 0, // "a" = "1", no tags
+            2, b'b', 0, 0, // "b" = null, no tags
+            0, // resource: no tags
+            1, // validate_only
+            0, // no tags
+        ];
+        for (version, bytes) in [(0, &classic[..]), (1, &classic[..]), (2, &flexible[..])] {
+            let mut e = Encoder::new();
+            alter().encode(&mut e, version);
+            assert_eq!(e.as_slice(), bytes, "v{version}");
+            let mut d = Decoder::new(Bytes::copy_from_slice(bytes));
+            assert_eq!(
+                AlterConfigsRequest::decode(&mut d, version).unwrap(),
+                alter()
+            );
+            assert_eq!(d.remaining(), 0);
+        }
+    }
+
+    /// IncrementalAlterConfigs v0 and v1 (flexible): the entry has config_operation (int8)
+    /// between name and value.
+    #[test]
+    fn incremental_alter_configs_request_bodies() {
+        #[rustfmt::skip]
+        let classic = [
+            0, 0, 0, 1, // resources: 1
+            2, 0, 1, b't', // type 2, name "t"
+            0, 0, 0, 2, // configs: 2
+            0, 1, b'a', 0, 0, 1, b'1', // "a" SET "1"
+            0, 1, b'b', 1, 0xff, 0xff, // "b" DELETE null
+            0, // validate_only
+        ];
+        #[rustfmt::skip]
+        let flexible = [
+            2, // resources: 1 + 1
+            2, 2, b't', // type 2, name "t"
+            3, // configs: 2 + 1
+            2, b'a', 0, 2, b'1', 0, // "a" SET "1", no tags
+            2, b'b', 1, 0, 0, // "b" DELETE null, no tags
+            0, // resource: no tags
+            0, // validate_only
+            0, // no tags
+        ];
+        for (version, bytes) in [(0, &classic[..]), (1, &flexible[..])] {
+            let mut e = Encoder::new();
+            incremental().encode(&mut e, version);
+            assert_eq!(e.as_slice(), bytes, "v{version}");
+            let mut d = Decoder::new(Bytes::copy_from_slice(bytes));
+            assert_eq!(
+                IncrementalAlterConfigsRequest::decode(&mut d, version).unwrap(),
+                incremental()
+            );
+            assert_eq!(d.remaining(), 0);
+        }
+    }
+}

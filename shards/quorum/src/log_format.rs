@@ -10,6 +10,8 @@
 use bytes::Bytes;
 use protobuf::ProtobufEnum;
 use raft::eraftpb::{Entry, EntryType, HardState};
+use sluice_protocol::codec::{Decoder, Encoder};
+use sluice_protocol::ProtocolError;
 
 use crate::error::{QuorumError, Result};
 
@@ -28,16 +30,16 @@ const HARD_STATE_BYTES: usize = 4 + 1 + 8 + 8 + 8;
 /// Appends the frame of `entry` to `out`.
 pub fn encode_entry(entry: &Entry, out: &mut Vec<u8>) {
     let payload_bytes = ENTRY_HEADER_BYTES + entry.data.len();
-    out.reserve(FRAME_HEADER_BYTES + payload_bytes);
-    let start = out.len();
-    out.extend_from_slice(&(payload_bytes as u32).to_be_bytes());
-    out.extend_from_slice(&[0; 4]);
-    out.push(entry.entry_type.value() as u8);
-    out.extend_from_slice(&entry.term.to_be_bytes());
-    out.extend_from_slice(&entry.index.to_be_bytes());
-    out.extend_from_slice(&entry.data);
-    let crc = crc32c::crc32c(&out[start + FRAME_HEADER_BYTES..]);
-    out[start + 4..start + 8].copy_from_slice(&crc.to_be_bytes());
+    let mut e = Encoder::with_capacity(FRAME_HEADER_BYTES + payload_bytes);
+    e.put_u32(payload_bytes as u32);
+    e.put_u32(0);
+    e.put_u8(entry.entry_type.value() as u8);
+    e.put_u64(entry.term);
+    e.put_u64(entry.index);
+    e.put_raw(&entry.data);
+    let crc = crc32c::crc32c(&e.as_slice()[FRAME_HEADER_BYTES..]);
+    e.patch_i32(4, crc as i32);
+    out.extend_from_slice(e.as_slice());
 }
 
 /// The intact entries of a log file and where each frame starts.
@@ -55,24 +57,9 @@ pub struct DecodedLog {
 /// that breaks the log's rules (index sequence, term order, entry type) is an error.
 pub fn decode_log(bytes: &[u8]) -> Result<DecodedLog> {
     let mut log = DecodedLog::default();
-    let mut pos = 0usize;
+    let mut d = Decoder::from_slice(bytes);
     let mut term_previous = 0u64;
-    while let Some(header) = bytes.get(pos..pos + FRAME_HEADER_BYTES) {
-        let len = u32::from_be_bytes([header[0], header[1], header[2], header[3]]) as usize;
-        let crc = u32::from_be_bytes([header[4], header[5], header[6], header[7]]);
-        if !(ENTRY_HEADER_BYTES..=ENTRY_HEADER_BYTES + ENTRY_BYTES_MAX).contains(&len) {
-            break;
-        }
-        let start = pos + FRAME_HEADER_BYTES;
-        let Some(payload) = bytes.get(start..start + len) else {
-            break;
-        };
-        if crc32c::crc32c(payload) != crc {
-            break;
-        }
-        let entry_type = payload[0];
-        let term = u64_at(payload, 1);
-        let index = u64_at(payload, 9);
+    while let Some((entry_type, term, index, data)) = next_frame(&mut d) {
         let index_expected = log.entries.len() as u64 + 1;
         if index != index_expected {
             return Err(QuorumError::EntryOutOfSequence {
@@ -94,56 +81,64 @@ pub fn decode_log(bytes: &[u8]) -> Result<DecodedLog> {
             entry_type,
             term,
             index,
-            data: Bytes::copy_from_slice(&payload[ENTRY_HEADER_BYTES..]),
+            data,
             ..Entry::default()
         });
-        log.frame_offsets.push(pos as u64);
+        log.frame_offsets.push(log.valid_bytes);
+        log.valid_bytes = d.position() as u64;
         term_previous = term;
-        pos = start + len;
     }
-    log.valid_bytes = pos as u64;
     Ok(log)
+}
+
+/// The next intact frame's entry type, term, index and data; `None` at the end of the intact
+/// prefix (no more bytes, or a short, oversized or corrupt frame).
+fn next_frame(d: &mut Decoder) -> Option<(u8, u64, u64, Bytes)> {
+    let len = d.u32().ok()? as usize;
+    let crc = d.u32().ok()?;
+    if !(ENTRY_HEADER_BYTES..=ENTRY_HEADER_BYTES + ENTRY_BYTES_MAX).contains(&len) {
+        return None;
+    }
+    let payload = d.take_bytes(len).ok()?;
+    if crc32c::crc32c(&payload) != crc {
+        return None;
+    }
+    // The length check above guarantees the header is there.
+    let mut p = Decoder::new(payload);
+    Some((p.u8().ok()?, p.u64().ok()?, p.u64().ok()?, p.rest()))
 }
 
 /// The hard-state file's bytes.
 pub fn encode_hard_state(hard_state: &HardState) -> Vec<u8> {
-    let mut out = Vec::with_capacity(HARD_STATE_BYTES);
-    out.extend_from_slice(&[0; 4]);
-    out.push(HARD_STATE_VERSION);
-    out.extend_from_slice(&hard_state.term.to_be_bytes());
-    out.extend_from_slice(&hard_state.vote.to_be_bytes());
-    out.extend_from_slice(&hard_state.commit.to_be_bytes());
-    let crc = crc32c::crc32c(&out[4..]);
-    out[..4].copy_from_slice(&crc.to_be_bytes());
-    out
+    let mut e = Encoder::with_capacity(HARD_STATE_BYTES);
+    e.put_u32(0);
+    e.put_u8(HARD_STATE_VERSION);
+    e.put_u64(hard_state.term);
+    e.put_u64(hard_state.vote);
+    e.put_u64(hard_state.commit);
+    let crc = crc32c::crc32c(&e.as_slice()[4..]);
+    e.patch_i32(0, crc as i32);
+    e.into_inner().into()
 }
 
 /// Reads the hard-state file's bytes.
 pub fn decode_hard_state(bytes: &[u8]) -> Result<HardState> {
-    if bytes.len() != HARD_STATE_BYTES
-        || crc32c::crc32c(&bytes[4..]) != u32_at(bytes, 0)
-        || bytes[4] != HARD_STATE_VERSION
-    {
-        return Err(QuorumError::CorruptHardState);
-    }
-    Ok(HardState {
-        term: u64_at(bytes, 5),
-        vote: u64_at(bytes, 13),
-        commit: u64_at(bytes, 21),
-        ..HardState::default()
-    })
-}
-
-fn u32_at(bytes: &[u8], at: usize) -> u32 {
-    let mut word = [0; 4];
-    word.copy_from_slice(&bytes[at..at + 4]);
-    u32::from_be_bytes(word)
-}
-
-fn u64_at(bytes: &[u8], at: usize) -> u64 {
-    let mut word = [0; 8];
-    word.copy_from_slice(&bytes[at..at + 8]);
-    u64::from_be_bytes(word)
+    let read = || -> std::result::Result<HardState, ProtocolError> {
+        let mut d = Decoder::from_slice(bytes);
+        let crc = d.u32()?;
+        if crc32c::crc32c(&d.rest()) != crc || d.u8()? != HARD_STATE_VERSION {
+            return Err(ProtocolError::InvalidValue("hard state CRC or version"));
+        }
+        let hard_state = HardState {
+            term: d.u64()?,
+            vote: d.u64()?,
+            commit: d.u64()?,
+            ..HardState::default()
+        };
+        d.finish()?;
+        Ok(hard_state)
+    };
+    read().map_err(|_| QuorumError::CorruptHardState)
 }
 
 #[cfg(test)]
@@ -230,5 +225,58 @@ mod tests {
             assert!(decode_hard_state(&corrupt).is_err(), "flip at {flip}");
         }
         assert!(decode_hard_state(&bytes[..bytes.len() - 1]).is_err());
+    }
+
+    fn hex(bytes: &[u8]) -> String {
+        bytes.iter().map(|b| format!("{b:02x}")).collect()
+    }
+
+    fn unhex(line: &str) -> Vec<u8> {
+        (0..line.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(&line[i..i + 2], 16).unwrap())
+            .collect()
+    }
+
+    /// Compares `actual` (one hex line per sample) with the golden file `name`, whose bytes were
+    /// captured once and must not change.
+    fn check_golden(name: &str, golden: &str, actual: &[String]) {
+        let golden: Vec<&str> = golden.lines().collect();
+        assert_eq!(actual, golden.as_slice(), "{name}: the bytes changed");
+    }
+
+    /// A log of four entries (every entry type raft-rs writes, empty and non-empty data) and a
+    /// hard state, captured from the encoder that predates the shared codec: `quorum.log` and
+    /// `quorum.state` written by an older build must still open.
+    #[test]
+    fn encodings_match_the_golden_bytes() {
+        let mut conf_change = entry(2, 3, b"cc");
+        conf_change.entry_type = EntryType::EntryConfChange;
+        let mut conf_change_v2 = entry(u64::MAX, 4, &[0xff; 3]);
+        conf_change_v2.entry_type = EntryType::EntryConfChangeV2;
+        let entries = [
+            entry(1, 1, b""),
+            entry(1, 2, b"records"),
+            conf_change,
+            conf_change_v2,
+        ];
+        let mut log = Vec::new();
+        for e in &entries {
+            encode_entry(e, &mut log);
+        }
+        let hard_state = HardState {
+            term: 9,
+            vote: 3,
+            commit: u64::MAX - 1,
+            ..HardState::default()
+        };
+        let actual = vec![hex(&log), hex(&encode_hard_state(&hard_state))];
+        let golden = include_str!("golden/quorum_log.hex");
+        check_golden("quorum_log.hex", golden, &actual);
+        let golden: Vec<&str> = golden.lines().collect();
+        let decoded = decode_log(&unhex(golden[0])).unwrap();
+        assert_eq!(decoded.entries.as_slice(), &entries);
+        assert_eq!(decoded.valid_bytes, log.len() as u64);
+        assert_eq!(decode_hard_state(&unhex(golden[1])).unwrap(), hard_state);
     }
 }

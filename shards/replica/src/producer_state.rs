@@ -10,6 +10,7 @@
 
 use std::collections::{HashMap, VecDeque};
 
+use sluice_protocol::codec::{Decoder, Encoder};
 use sluice_protocol::record_batch::RecordBatchHeader;
 
 /// Batches remembered per producer: Kafka's `NUM_BATCHES_TO_RETAIN`, which is also the
@@ -409,9 +410,13 @@ impl ProducerStateManager {
         });
     }
 
-    /// Encodes the state of every batch before `end` as a snapshot file body.
+    /// Encodes the state of every batch before `end` as a snapshot file body:
+    /// `magic "SLPS"`, `version: i16`, `end: i64`, `count: u32`, `crc32c: u32` (of the version,
+    /// end and count, then of the body), then per producer `id: i64`, `epoch: i16`,
+    /// `last_timestamp: i64`, `batches: u8` and per batch `first_seq: i32`, `last_seq: i32`,
+    /// `first_offset: i64`, `last_offset: i64`, `max_timestamp: i64`.
     pub fn encode_snapshot(&self, end: i64) -> Vec<u8> {
-        let mut body = Vec::new();
+        let mut body = Encoder::new();
         let mut count: u32 = 0;
         let mut ids: Vec<&i64> = self.producers.keys().collect();
         ids.sort_unstable();
@@ -426,105 +431,77 @@ impl ProducerStateManager {
                 continue;
             }
             count += 1;
-            body.extend_from_slice(&id.to_be_bytes());
-            body.extend_from_slice(&entry.epoch.to_be_bytes());
-            body.extend_from_slice(&entry.last_timestamp.to_be_bytes());
-            body.push(batches.len() as u8);
+            body.put_i64(*id);
+            body.put_i16(entry.epoch);
+            body.put_i64(entry.last_timestamp);
+            // At most NUM_BATCHES_TO_RETAIN.
+            body.put_u8(batches.len() as u8);
             for b in batches {
-                body.extend_from_slice(&b.first_seq.to_be_bytes());
-                body.extend_from_slice(&b.last_seq.to_be_bytes());
-                body.extend_from_slice(&b.first_offset.to_be_bytes());
-                body.extend_from_slice(&b.last_offset.to_be_bytes());
-                body.extend_from_slice(&b.max_timestamp.to_be_bytes());
+                body.put_i32(b.first_seq);
+                body.put_i32(b.last_seq);
+                body.put_i64(b.first_offset);
+                body.put_i64(b.last_offset);
+                body.put_i64(b.max_timestamp);
             }
         }
-        let mut out = Vec::with_capacity(body.len() + 18);
-        out.extend_from_slice(SNAPSHOT_MAGIC);
-        out.extend_from_slice(&SNAPSHOT_VERSION.to_be_bytes());
-        out.extend_from_slice(&end.to_be_bytes());
-        out.extend_from_slice(&count.to_be_bytes());
-        let crc = crc32c::crc32c(&out[4..]);
-        let crc = crc32c::crc32c_append(crc, &body);
-        out.extend_from_slice(&crc.to_be_bytes());
-        out.extend_from_slice(&body);
-        out
+        let mut out = Encoder::with_capacity(body.len() + SNAPSHOT_HEADER_BYTES);
+        out.put_raw(SNAPSHOT_MAGIC);
+        out.put_i16(SNAPSHOT_VERSION);
+        out.put_i64(end);
+        out.put_u32(count);
+        let crc = crc32c::crc32c(&out.as_slice()[SNAPSHOT_MAGIC.len()..]);
+        out.put_u32(crc32c::crc32c_append(crc, body.as_slice()));
+        out.put_raw(body.as_slice());
+        out.into_inner().into()
     }
 
     /// Decodes a snapshot file body: the offset it covers up to, and the state. `None` if the
     /// file is not a valid snapshot (wrong magic or version, bad CRC, truncated).
     pub fn decode_snapshot(data: &[u8], expiration_ms: i64) -> Option<(i64, ProducerStateManager)> {
-        let mut r = SnapshotReader { buf: data };
-        if r.take(4)? != SNAPSHOT_MAGIC {
+        let covered = data.get(SNAPSHOT_MAGIC.len()..SNAPSHOT_HEADER_BYTES - 4)?;
+        let mut d = Decoder::from_slice(data);
+        if d.take_bytes(SNAPSHOT_MAGIC.len()).ok()? != SNAPSHOT_MAGIC[..] {
             return None;
         }
-        if i16::from_be_bytes(r.take(2)?.try_into().ok()?) != SNAPSHOT_VERSION {
+        if d.i16().ok()? != SNAPSHOT_VERSION {
             return None;
         }
-        let end = r.i64()?;
-        let count = r.u32()?;
-        let covered = &data[4..4 + 2 + 8 + 4];
-        let crc = r.u32()?;
-        let body = r.buf;
-        if crc32c::crc32c_append(crc32c::crc32c(covered), body) != crc {
+        let end = d.i64().ok()?;
+        let count = d.u32().ok()?;
+        let crc = d.u32().ok()?;
+        if crc32c::crc32c_append(crc32c::crc32c(covered), &d.rest()) != crc {
             return None;
         }
         let mut state = ProducerStateManager::new(expiration_ms);
         for _ in 0..count {
-            let producer_id = r.i64()?;
-            let epoch = i16::from_be_bytes(r.take(2)?.try_into().ok()?);
-            let last_timestamp = r.i64()?;
-            let n = r.take(1)?[0] as usize;
+            let producer_id = d.i64().ok()?;
+            let epoch = d.i16().ok()?;
+            let last_timestamp = d.i64().ok()?;
+            let n = usize::from(d.u8().ok()?);
             if n == 0 || n > NUM_BATCHES_TO_RETAIN {
                 return None;
             }
             let mut entry = ProducerStateEntry::new(epoch, last_timestamp);
             for _ in 0..n {
                 entry.batches.push_back(BatchMetadata {
-                    first_seq: r.i32()?,
-                    last_seq: r.i32()?,
-                    first_offset: r.i64()?,
-                    last_offset: r.i64()?,
-                    max_timestamp: r.i64()?,
+                    first_seq: d.i32().ok()?,
+                    last_seq: d.i32().ok()?,
+                    first_offset: d.i64().ok()?,
+                    last_offset: d.i64().ok()?,
+                    max_timestamp: d.i64().ok()?,
                 });
             }
             state.producers.insert(producer_id, entry);
         }
-        if !r.buf.is_empty() {
-            return None;
-        }
+        d.finish().ok()?;
         Some((end, state))
     }
 }
 
 const SNAPSHOT_MAGIC: &[u8; 4] = b"SLPS";
 const SNAPSHOT_VERSION: i16 = 1;
-
-struct SnapshotReader<'a> {
-    buf: &'a [u8],
-}
-
-impl SnapshotReader<'_> {
-    fn take(&mut self, n: usize) -> Option<&[u8]> {
-        if self.buf.len() < n {
-            return None;
-        }
-        let (head, tail) = self.buf.split_at(n);
-        self.buf = tail;
-        Some(head)
-    }
-
-    fn i32(&mut self) -> Option<i32> {
-        Some(i32::from_be_bytes(self.take(4)?.try_into().ok()?))
-    }
-
-    fn u32(&mut self) -> Option<u32> {
-        Some(u32::from_be_bytes(self.take(4)?.try_into().ok()?))
-    }
-
-    fn i64(&mut self) -> Option<i64> {
-        Some(i64::from_be_bytes(self.take(8)?.try_into().ok()?))
-    }
-}
+/// Magic, version, end, count and CRC.
+const SNAPSHOT_HEADER_BYTES: usize = 4 + 2 + 8 + 4 + 4;
 
 #[cfg(test)]
 mod tests;

@@ -154,6 +154,11 @@ impl Encoder {
         self.buf.put_i64(v);
     }
 
+    /// Writes a `uint64` (Sluice's own formats).
+    pub fn put_u64(&mut self, v: u64) {
+        self.buf.put_u64(v);
+    }
+
     /// Writes a `float64`.
     pub fn put_f64(&mut self, v: f64) {
         self.buf.put_f64(v);

@@ -120,6 +120,7 @@ fn encoder_round_trips_primitives() {
     e.put_i64(-5);
     e.put_u16(65000);
     e.put_u32(4_000_000_000);
+    e.put_u64(u64::MAX - 1);
     e.put_f64(1.5);
     e.put_bool(true);
     e.put_uuid(Uuid::from_u128(42));
@@ -136,6 +137,7 @@ fn encoder_round_trips_primitives() {
     assert_eq!(d.i64(), Ok(-5));
     assert_eq!(d.u16(), Ok(65000));
     assert_eq!(d.u32(), Ok(4_000_000_000));
+    assert_eq!(d.u64(), Ok(u64::MAX - 1));
     assert_eq!(d.f64(), Ok(1.5));
     assert_eq!(d.bool(), Ok(true));
     assert_eq!(d.uuid(), Ok(Uuid::from_u128(42)));
@@ -210,4 +212,19 @@ fn tagged_fields_may_repeat_and_come_out_of_order() {
         .unwrap();
     assert_eq!(tags, [5, 0, 0]);
     assert_eq!(last, Some(2));
+}
+
+#[test]
+fn exact_utf8_refuses_malformed_strings_and_truncation() {
+    let mut d = Decoder::from_slice(b"ok\xff");
+    assert_eq!(d.utf8_exact(2).unwrap(), "ok");
+    assert!(matches!(
+        d.utf8_exact(1),
+        Err(ProtocolError::InvalidValue(_))
+    ));
+    let mut d = Decoder::from_slice(b"ab");
+    assert!(matches!(
+        d.utf8_exact(3),
+        Err(ProtocolError::Truncated { .. })
+    ));
 }

@@ -20,15 +20,17 @@ pub struct AlterConfigsRequest {
     pub validate_only: bool,
 }
 
-/// The new configs of one resource.
+/// The configs of one resource, in both alter APIs: Kafka's schemas agree on the resource
+/// (type, name, config list) and differ only in the entry, which is `C`: [`AlterableConfig`]
+/// here, `incremental_alter_configs::AlterableConfig` (with the operation) there.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct AlterConfigsResource {
+pub struct AlterConfigsResource<C = AlterableConfig> {
     /// Resource type.
     pub resource_type: i8,
     /// Resource name.
     pub resource_name: String,
     /// The configs.
-    pub configs: Vec<AlterableConfig>,
+    pub configs: Vec<C>,
 }
 
 /// One config to set.
@@ -40,49 +42,86 @@ pub struct AlterableConfig {
     pub value: Option<String>,
 }
 
-impl AlterConfigsRequest {
-    /// Decodes the body.
-    pub fn decode(d: &mut Decoder, version: i16) -> Result<Self> {
-        super::check_version(API_KEY, MIN_VERSION, MAX_VERSION, version)?;
-        let flex = flexible(version);
-        let r = AlterConfigsRequest {
-            resources: d.array(flex, |d| {
-                let res = AlterConfigsResource {
-                    resource_type: d.i8()?,
-                    resource_name: d.string(flex)?,
-                    configs: d.array(flex, |d| {
-                        let c = AlterableConfig {
-                            name: d.string(flex)?,
-                            value: d.nullable_string(flex)?,
-                        };
-                        read_end(d, flex)?;
-                        Ok(c)
-                    })?,
-                };
-                read_end(d, flex)?;
-                Ok(res)
-            })?,
-            validate_only: d.bool()?,
+/// An entry of a resource's config list: how each alter API reads and writes its own.
+pub trait ConfigEntry: Sized {
+    /// Reads one entry (its tagged fields included).
+    fn decode(d: &mut Decoder, flex: bool) -> Result<Self>;
+    /// Writes one entry (its tagged fields included).
+    fn encode(&self, e: &mut Encoder, flex: bool);
+}
+
+impl ConfigEntry for AlterableConfig {
+    fn decode(d: &mut Decoder, flex: bool) -> Result<Self> {
+        let c = AlterableConfig {
+            name: d.string(flex)?,
+            value: d.nullable_string(flex)?,
+        };
+        read_end(d, flex)?;
+        Ok(c)
+    }
+
+    fn encode(&self, e: &mut Encoder, flex: bool) {
+        e.put_string(&self.name, flex);
+        e.put_nullable_string(self.value.as_deref(), flex);
+        put_end(e, flex);
+    }
+}
+
+impl<C: ConfigEntry> AlterConfigsResource<C> {
+    fn decode(d: &mut Decoder, flex: bool) -> Result<Self> {
+        let r = AlterConfigsResource {
+            resource_type: d.i8()?,
+            resource_name: d.string(flex)?,
+            configs: d.array(flex, |d| C::decode(d, flex))?,
         };
         read_end(d, flex)?;
         Ok(r)
     }
 
+    fn encode(&self, e: &mut Encoder, flex: bool) {
+        e.put_i8(self.resource_type);
+        e.put_string(&self.resource_name, flex);
+        e.put_array(&self.configs, flex, |e, c| c.encode(e, flex));
+        put_end(e, flex);
+    }
+}
+
+/// Both requests' bodies: the resources, then `validate_only`.
+pub(crate) fn decode_request_body<C: ConfigEntry>(
+    d: &mut Decoder,
+    flex: bool,
+) -> Result<(Vec<AlterConfigsResource<C>>, bool)> {
+    let resources = d.array(flex, |d| AlterConfigsResource::decode(d, flex))?;
+    let validate_only = d.bool()?;
+    read_end(d, flex)?;
+    Ok((resources, validate_only))
+}
+
+pub(crate) fn encode_request_body<C: ConfigEntry>(
+    e: &mut Encoder,
+    resources: &[AlterConfigsResource<C>],
+    validate_only: bool,
+    flex: bool,
+) {
+    e.put_array(resources, flex, |e, r| r.encode(e, flex));
+    e.put_bool(validate_only);
+    put_end(e, flex);
+}
+
+impl AlterConfigsRequest {
+    /// Decodes the body.
+    pub fn decode(d: &mut Decoder, version: i16) -> Result<Self> {
+        super::check_version(API_KEY, MIN_VERSION, MAX_VERSION, version)?;
+        let (resources, validate_only) = decode_request_body(d, flexible(version))?;
+        Ok(AlterConfigsRequest {
+            resources,
+            validate_only,
+        })
+    }
+
     /// Encodes the body.
     pub fn encode(&self, e: &mut Encoder, version: i16) {
-        let flex = flexible(version);
-        e.put_array(&self.resources, flex, |e, res| {
-            e.put_i8(res.resource_type);
-            e.put_string(&res.resource_name, flex);
-            e.put_array(&res.configs, flex, |e, c| {
-                e.put_string(&c.name, flex);
-                e.put_nullable_string(c.value.as_deref(), flex);
-                put_end(e, flex);
-            });
-            put_end(e, flex);
-        });
-        e.put_bool(self.validate_only);
-        put_end(e, flex);
+        encode_request_body(e, &self.resources, self.validate_only, flexible(version));
     }
 }
 

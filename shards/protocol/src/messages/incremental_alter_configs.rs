@@ -4,7 +4,10 @@ use crate::codec::{Decoder, Encoder};
 use crate::error::Result;
 
 pub use super::alter_configs::AlterConfigsResourceResponse;
-use super::alter_configs::{decode_resource_response, encode_resource_response};
+use super::alter_configs::{
+    self, decode_request_body, decode_resource_response, encode_request_body,
+    encode_resource_response, ConfigEntry,
+};
 use super::common::{put_end, read_end};
 
 crate::apis::declared_versions!(IncrementalAlterConfigs);
@@ -31,18 +34,11 @@ pub struct IncrementalAlterConfigsRequest {
     pub validate_only: bool,
 }
 
-/// The changes to one resource.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct AlterConfigsResource {
-    /// Resource type.
-    pub resource_type: i8,
-    /// Resource name.
-    pub resource_name: String,
-    /// The changes.
-    pub configs: Vec<AlterableConfig>,
-}
+/// The changes to one resource: AlterConfigs' resource with this API's entries.
+pub type AlterConfigsResource = alter_configs::AlterConfigsResource<AlterableConfig>;
 
-/// One change.
+/// One change: AlterConfigs' entry plus the operation, which sits between name and value on
+/// the wire.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct AlterableConfig {
     /// Config name.
@@ -53,51 +49,39 @@ pub struct AlterableConfig {
     pub value: Option<String>,
 }
 
+impl ConfigEntry for AlterableConfig {
+    fn decode(d: &mut Decoder, flex: bool) -> Result<Self> {
+        let c = AlterableConfig {
+            name: d.string(flex)?,
+            config_operation: d.i8()?,
+            value: d.nullable_string(flex)?,
+        };
+        read_end(d, flex)?;
+        Ok(c)
+    }
+
+    fn encode(&self, e: &mut Encoder, flex: bool) {
+        e.put_string(&self.name, flex);
+        e.put_i8(self.config_operation);
+        e.put_nullable_string(self.value.as_deref(), flex);
+        put_end(e, flex);
+    }
+}
+
 impl IncrementalAlterConfigsRequest {
     /// Decodes the body.
     pub fn decode(d: &mut Decoder, version: i16) -> Result<Self> {
         super::check_version(API_KEY, MIN_VERSION, MAX_VERSION, version)?;
-        let flex = flexible(version);
-        let r = IncrementalAlterConfigsRequest {
-            resources: d.array(flex, |d| {
-                let res = AlterConfigsResource {
-                    resource_type: d.i8()?,
-                    resource_name: d.string(flex)?,
-                    configs: d.array(flex, |d| {
-                        let c = AlterableConfig {
-                            name: d.string(flex)?,
-                            config_operation: d.i8()?,
-                            value: d.nullable_string(flex)?,
-                        };
-                        read_end(d, flex)?;
-                        Ok(c)
-                    })?,
-                };
-                read_end(d, flex)?;
-                Ok(res)
-            })?,
-            validate_only: d.bool()?,
-        };
-        read_end(d, flex)?;
-        Ok(r)
+        let (resources, validate_only) = decode_request_body(d, flexible(version))?;
+        Ok(IncrementalAlterConfigsRequest {
+            resources,
+            validate_only,
+        })
     }
 
     /// Encodes the body.
     pub fn encode(&self, e: &mut Encoder, version: i16) {
-        let flex = flexible(version);
-        e.put_array(&self.resources, flex, |e, res| {
-            e.put_i8(res.resource_type);
-            e.put_string(&res.resource_name, flex);
-            e.put_array(&res.configs, flex, |e, c| {
-                e.put_string(&c.name, flex);
-                e.put_i8(c.config_operation);
-                e.put_nullable_string(c.value.as_deref(), flex);
-                put_end(e, flex);
-            });
-            put_end(e, flex);
-        });
-        e.put_bool(self.validate_only);
-        put_end(e, flex);
+        encode_request_body(e, &self.resources, self.validate_only, flexible(version));
     }
 }
 

@@ -274,3 +274,55 @@ fn snapshots_round_trip_and_reject_corruption() {
         );
     }
 }
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn unhex(line: &str) -> Vec<u8> {
+    (0..line.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&line[i..i + 2], 16).unwrap())
+        .collect()
+}
+
+/// Compares `actual` (one hex line per sample) with the golden file `name`, whose bytes were
+/// captured once and must not change.
+fn check_golden(name: &str, golden: &str, actual: &[String]) {
+    let golden: Vec<&str> = golden.lines().collect();
+    assert_eq!(actual, golden.as_slice(), "{name}: the bytes changed");
+}
+
+/// A snapshot of two producers (one with its full five batches, one after an epoch bump),
+/// captured from the encoder that predates the shared codec: snapshot files written by an
+/// older build must still load.
+#[test]
+fn snapshot_matches_the_golden_bytes() {
+    let mut s = ProducerStateManager::new(HOUR);
+    for i in 0..7 {
+        s.apply_from_log(&header_for(1, 0, i * 2, 2, i64::from(i) * 2));
+    }
+    s.apply_from_log(&header_for(1 << 40, 3, 0, 1, 14));
+    s.apply_from_log(&header_for(7, 2, i32::MAX, 1, 15));
+    let actual = vec![hex(&s.encode_snapshot(16)), hex(&s.encode_snapshot(15))];
+    let golden = include_str!("../golden/producer_snapshot.hex");
+    check_golden("producer_snapshot.hex", golden, &actual);
+    for (line, end) in golden.lines().zip([16, 15]) {
+        let (decoded_end, back) =
+            ProducerStateManager::decode_snapshot(&unhex(line), HOUR).unwrap();
+        assert_eq!(decoded_end, end);
+        for pid in [1, 1 << 40, 7] {
+            let expected = s.entry(pid).map(|e| {
+                let mut e = e.clone();
+                e.batches.retain(|b| b.last_offset < end);
+                e
+            });
+            let expected = expected.filter(|e| !e.batches.is_empty());
+            assert_eq!(
+                back.entry(pid),
+                expected.as_ref(),
+                "producer {pid} at {end}"
+            );
+        }
+    }
+}

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use sluice_protocol::error::ErrorCode;
 use sluice_protocol::messages::alter_configs::{
-    AlterConfigsRequest, AlterConfigsResourceResponse, AlterConfigsResponse,
+    AlterConfigsRequest, AlterConfigsResource, AlterConfigsResourceResponse, AlterConfigsResponse,
 };
 use sluice_protocol::messages::describe_configs::{RESOURCE_BROKER, RESOURCE_TOPIC};
 use sluice_shard::{ConfigChange, ConfigOp, MetadataError, TopicConfigChanges};
@@ -22,26 +22,17 @@ pub async fn handle(
     _version: i16,
     request: AlterConfigsRequest,
 ) -> AlterConfigsResponse {
-    let resources: Vec<Resource> = request
+    let resources = request
         .resources
         .iter()
         .map(|r| {
-            let changes = r
-                .configs
-                .iter()
-                .map(|c| match &c.value {
-                    Some(value) => Ok(ConfigChange {
-                        name: c.name.clone(),
-                        op: ConfigOp::Set(value.clone()),
-                    }),
-                    None => Err(null_value(&c.name)),
-                })
-                .collect::<Result<Vec<_>, _>>();
-            Resource {
-                resource_type: r.resource_type,
-                resource_name: r.resource_name.clone(),
-                changes,
-            }
+            Resource::new(r, |c| match &c.value {
+                Some(value) => Ok(ConfigChange {
+                    name: c.name.clone(),
+                    op: ConfigOp::Set(value.clone()),
+                }),
+                None => Err(null_value(&c.name)),
+            })
         })
         .collect();
     let results = alter(ctx, resources, true, request.validate_only).await;
@@ -59,6 +50,21 @@ pub struct Resource {
     pub resource_name: String,
     /// The changes, or why they cannot be read.
     pub changes: Result<Vec<ConfigChange>, MetadataError>,
+}
+
+impl Resource {
+    /// A resource of either request, each config entry turned into a change by `change`; the
+    /// first entry that cannot be is the whole resource's error.
+    pub fn new<C>(
+        resource: &AlterConfigsResource<C>,
+        change: impl Fn(&C) -> Result<ConfigChange, MetadataError>,
+    ) -> Resource {
+        Resource {
+            resource_type: resource.resource_type,
+            resource_name: resource.resource_name.clone(),
+            changes: resource.configs.iter().map(change).collect(),
+        }
+    }
 }
 
 /// Kafka's answer to a null value where one is needed.

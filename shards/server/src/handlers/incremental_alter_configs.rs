@@ -19,32 +19,26 @@ pub async fn handle(
     let resources = request
         .resources
         .iter()
-        .map(|r| Resource {
-            resource_type: r.resource_type,
-            resource_name: r.resource_name.clone(),
-            changes: r
-                .configs
-                .iter()
-                .map(|c| {
-                    let value = || c.value.clone().ok_or_else(|| null_value(&c.name));
-                    let op = match c.config_operation {
-                        OP_SET => ConfigOp::Set(value()?),
-                        OP_DELETE => ConfigOp::Delete,
-                        OP_APPEND => ConfigOp::Append(value()?),
-                        OP_SUBTRACT => ConfigOp::Subtract(value()?),
-                        other => {
-                            return Err(MetadataError::InvalidRequest(format!(
-                                "Unknown config operation {other} for {}",
-                                c.name
-                            )))
-                        }
-                    };
-                    Ok(ConfigChange {
-                        name: c.name.clone(),
-                        op,
-                    })
+        .map(|r| {
+            Resource::new(r, |c| {
+                let value = || c.value.clone().ok_or_else(|| null_value(&c.name));
+                let op = match c.config_operation {
+                    OP_SET => ConfigOp::Set(value()?),
+                    OP_DELETE => ConfigOp::Delete,
+                    OP_APPEND => ConfigOp::Append(value()?),
+                    OP_SUBTRACT => ConfigOp::Subtract(value()?),
+                    other => {
+                        return Err(MetadataError::InvalidRequest(format!(
+                            "Unknown config operation {other} for {}",
+                            c.name
+                        )))
+                    }
+                };
+                Ok(ConfigChange {
+                    name: c.name.clone(),
+                    op,
                 })
-                .collect(),
+            })
         })
         .collect();
     IncrementalAlterConfigsResponse {
