@@ -87,7 +87,10 @@ fn parse_args() -> Result<Args> {
     let mut drop_caches = false;
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
-        let mut value = || args.next().ok_or_else(|| format!("{arg} needs a value\n{USAGE}"));
+        let mut value = || {
+            args.next()
+                .ok_or_else(|| format!("{arg} needs a value\n{USAGE}"))
+        };
         match arg.as_str() {
             "--dir" => dir = Some(PathBuf::from(value()?)),
             "--mode" => {
