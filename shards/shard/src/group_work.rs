@@ -81,6 +81,30 @@ pub struct OffsetDeleteArgs {
 }
 
 /// Group work for one shard: the request and a reply channel typed for its answer.
+///
+/// ```
+/// # use sluice_shard::{GroupRequest, GroupWork, HeartbeatArgs};
+/// let args = HeartbeatArgs {
+///     group_id: "g".into(),
+///     member_id: "m".into(),
+///     group_instance_id: None,
+///     generation_id: 1,
+/// };
+/// let (reply, _answer) = futures_channel::oneshot::channel();
+/// let work: GroupWork = args.into_work(reply); // the answer is a Result<(), GroupError>
+/// assert!(matches!(work, GroupWork::Heartbeat(..)));
+/// ```
+///
+/// A Heartbeat cannot be given a JoinGroup's reply:
+///
+/// ```compile_fail
+/// # use sluice_shard::{GroupWork, HeartbeatArgs};
+/// # use sluice_group::JoinGroupResult;
+/// # fn f(args: HeartbeatArgs) {
+/// let (reply, _answer) = futures_channel::oneshot::channel::<JoinGroupResult>();
+/// let _ = GroupWork::Heartbeat(args, reply);
+/// # }
+/// ```
 pub enum GroupWork {
     /// JoinGroup (answered when the rebalance completes).
     Join(JoinGroupArgs, Reply<JoinGroupResult>),

@@ -194,6 +194,24 @@ impl ShardSenders {
 }
 
 /// A data shard's sending side: to the other data shards and to the controller executor.
+///
+/// Each receiver's messages go only to it:
+///
+/// ```no_run
+/// # use sluice_shard::{ControllerMessage, CreateTopicsWork, ShardMesh};
+/// # async fn f(mesh: &ShardMesh, work: CreateTopicsWork) {
+/// let _ = mesh.send_to_controller(ControllerMessage::CreateTopics(work)).await;
+/// # }
+/// ```
+///
+/// and sending a controller message to a data shard does not compile:
+///
+/// ```compile_fail
+/// # use sluice_shard::{ControllerMessage, CreateTopicsWork, ShardId, ShardMesh};
+/// # async fn f(mesh: &ShardMesh, work: CreateTopicsWork) {
+/// let _ = mesh.send_to_shard(ShardId(0), ControllerMessage::CreateTopics(work)).await;
+/// # }
+/// ```
 pub struct ShardMesh {
     shards: ShardSenders,
     controller: ShardId,
