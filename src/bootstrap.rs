@@ -1,8 +1,9 @@
 //! Start-up and shutdown of the executors.
 //!
 //! One glommio executor per data shard, pinned per the topology, plus the controller's executor.
-//! They are created one after another so that glommio's executor ids — which order the channel
-//! mesh — follow shard ids: mesh peer `i` is shard `i`, the controller is the last peer.
+//! They are created one after another so that glommio's executor ids — which order the peers of
+//! the channel meshes (`MeshBuilders`) — follow shard ids: mesh peer `i` is shard `i`, the
+//! controller executor is the last peer.
 //!
 //! Shutdown is two-phase. On SIGINT/SIGTERM every shard stops accepting and drains its
 //! connections (in-flight requests still reach other shards, which are all still up). When every
@@ -17,7 +18,6 @@ use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
 use futures_channel::oneshot;
-use glommio::channels::channel_mesh::MeshBuilder;
 use glommio::{ExecutorJoinHandle, LocalExecutorBuilder, Placement};
 use signal_hook::consts::{SIGINT, SIGTERM};
 use signal_hook::iterator::Signals;
@@ -27,7 +27,7 @@ use sluice_controller::rpc_net;
 use sluice_controller::{ControllerSettings, QuorumController};
 use sluice_server::metrics::{self, Readiness, Registry};
 use sluice_server::{run_shard, ShardEvent, ShardStart};
-use sluice_shard::{Envelope, ShardId, ShardMesh};
+use sluice_shard::{MeshBuilders, ShardId};
 use tracing::{error, info};
 
 use crate::topology::{allowed_cpus, Topology};
@@ -69,9 +69,9 @@ pub fn run(config: BrokerConfig) -> Result<(), String> {
     } else {
         0
     };
-    let mesh = config.is_broker().then(|| {
-        MeshBuilder::<Envelope, _>::full(shard_count + 1, config.sluice_shard_channel_capacity)
-    });
+    let mesh = config
+        .is_broker()
+        .then(|| MeshBuilders::new(shard_count, config.sluice_shard_channel_capacity));
     // Registered once, before any executor starts: each shard gets its own counters, the
     // endpoint (on the controller's executor) reads them all.
     let registry = config
@@ -259,7 +259,7 @@ where
 struct NodeStart {
     config: Arc<BrokerConfig>,
     shard_count: usize,
-    mesh: Option<MeshBuilder<Envelope, glommio::channels::channel_mesh::Full>>,
+    mesh: Option<MeshBuilders>,
     events: mpsc::Sender<ShardEvent>,
     stop: oneshot::Receiver<()>,
     metrics: Option<Arc<Registry>>,
@@ -335,15 +335,13 @@ async fn run_node(start: NodeStart) {
         let _ = start.stop.await;
         return;
     };
-    let Ok((senders, receivers)) = mesh.join().await else {
-        return fail(
-            &start.events,
-            "the controller executor cannot join the mesh".into(),
-        );
+    let (shards, receivers) = match mesh.join_controller().await {
+        Ok(joined) => joined,
+        Err(error) => return fail(&start.events, format!("the controller executor: {error}")),
     };
-    let mesh = Rc::new(ShardMesh::new(senders, start.shard_count));
+    let shards = Rc::new(shards);
     if let Some((listener, registry)) = metrics_endpoint {
-        glommio::spawn_local(metrics::serve(listener, registry, Some(mesh.clone()))).detach();
+        glommio::spawn_local(metrics::serve(listener, registry, Some(shards.clone()))).detach();
     }
     let link = match (&controller, config.voters().as_slice()) {
         (Some(controller), [only]) if only.port == 0 => ControllerLink::Local(controller.clone()),
@@ -362,7 +360,7 @@ async fn run_node(start: NodeStart) {
     let agent = BrokerAgent::new(
         agent_settings(&config, start.shard_count),
         link,
-        mesh.clone(),
+        shards.clone(),
         unfenced_tx,
     );
     let events = start.events.clone();
@@ -377,7 +375,7 @@ async fn run_node(start: NodeStart) {
     })
     .await;
     agent.controlled_shutdown().await;
-    mesh.close();
+    shards.close();
 }
 
 /// Binds the controller listener without SO_REUSEPORT (which glommio's own `bind` sets, for

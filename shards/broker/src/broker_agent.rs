@@ -10,12 +10,14 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures_channel::oneshot;
-use glommio::channels::channel_mesh::Receivers;
 use sluice_controller::rpc::{ControllerRequest, ControllerResponse, MetadataEntry};
 use sluice_controller::rpc_net::RpcClient;
 use sluice_controller::{decode_entry, new_topic_id, MetadataState, QuorumController};
 use sluice_protocol::codec::Uuid;
-use sluice_shard::{Envelope, LocalWatch, MetadataError, ShardId, ShardMesh, ShardMessage};
+use sluice_shard::{
+    ControllerMessage, ControllerReceivers, LocalWatch, MetadataError, ShardId, ShardMessage,
+    ShardSenders,
+};
 use tracing::{debug, error, info, warn};
 
 /// How long a forwarded change or a lifecycle call may take before the shard is told the
@@ -140,7 +142,8 @@ impl ControllerLink {
 pub struct BrokerAgent {
     settings: AgentSettings,
     link: ControllerLink,
-    mesh: Rc<ShardMesh>,
+    /// Senders to every data shard (images to apply).
+    shards: Rc<ShardSenders>,
     state: RefCell<MetadataState>,
     incarnation_id: Uuid,
     broker_epoch: Cell<i64>,
@@ -158,14 +161,14 @@ impl BrokerAgent {
     pub fn new(
         settings: AgentSettings,
         link: ControllerLink,
-        mesh: Rc<ShardMesh>,
+        shards: Rc<ShardSenders>,
         unfenced: oneshot::Sender<()>,
     ) -> Rc<BrokerAgent> {
         let state = MetadataState::new(settings.node_id, settings.shard_count);
         Rc::new(BrokerAgent {
             settings,
             link,
-            mesh,
+            shards,
             state: RefCell::new(state),
             // A random id as Kafka's Uuid.randomUuid (which skips the same reserved ids).
             incarnation_id: new_topic_id(),
@@ -179,15 +182,20 @@ impl BrokerAgent {
 
     /// Follows the log, keeps the registration alive, and serves the shards' controller work
     /// until every shard is gone.
-    pub async fn run(self: Rc<Self>, mut receivers: Receivers<Envelope>) {
+    pub async fn run(self: Rc<Self>, mut receivers: ControllerReceivers) {
+        let controller = receivers.controller();
         let follower = glommio::spawn_local(self.clone().follow_log());
         let lifecycle = glommio::spawn_local(self.clone().lifecycle());
         let mut feeders = Vec::new();
-        for (_, receiver) in receivers.streams() {
+        for receiver in receivers.streams() {
             let agent = self.clone();
             feeders.push(glommio::spawn_local(async move {
                 while let Some(envelope) = receiver.recv().await {
-                    assert_eq!(envelope.target, agent.mesh.self_id(), "misrouted message");
+                    assert_eq!(
+                        envelope.target, controller,
+                        "misrouted message from {}",
+                        envelope.origin
+                    );
                     let agent = agent.clone();
                     glommio::spawn_local(async move { agent.serve(envelope.message).await })
                         .detach();
@@ -201,9 +209,9 @@ impl BrokerAgent {
         drop(lifecycle);
     }
 
-    async fn serve(&self, message: ShardMessage) {
+    async fn serve(&self, message: ControllerMessage) {
         match message {
-            ShardMessage::CreateTopics(work) => {
+            ControllerMessage::CreateTopics(work) => {
                 let count = work.topics.len();
                 let request = ControllerRequest::CreateTopics {
                     topics: work.topics,
@@ -220,7 +228,7 @@ impl BrokerAgent {
                     .await;
                 let _ = work.reply.send(results);
             }
-            ShardMessage::DeleteTopics(work) => {
+            ControllerMessage::DeleteTopics(work) => {
                 let count = work.topics.len();
                 let request = ControllerRequest::DeleteTopics {
                     topics: work.topics,
@@ -236,7 +244,7 @@ impl BrokerAgent {
                     .await;
                 let _ = work.reply.send(results);
             }
-            ShardMessage::CreatePartitions(work) => {
+            ControllerMessage::CreatePartitions(work) => {
                 let count = work.topics.len();
                 let request = ControllerRequest::CreatePartitions {
                     topics: work.topics,
@@ -253,7 +261,7 @@ impl BrokerAgent {
                     .await;
                 let _ = work.reply.send(results);
             }
-            ShardMessage::AlterConfigs(work) => {
+            ControllerMessage::AlterConfigs(work) => {
                 let count = work.topics.len();
                 let request = ControllerRequest::AlterConfigs {
                     topics: work.topics,
@@ -270,7 +278,7 @@ impl BrokerAgent {
                     .await;
                 let _ = work.reply.send(results);
             }
-            ShardMessage::AllocateProducerIds(work) => {
+            ControllerMessage::AllocateProducerIds(work) => {
                 let request = ControllerRequest::AllocateProducerIds {
                     broker_id: self.settings.node_id,
                 };
@@ -280,7 +288,7 @@ impl BrokerAgent {
                 };
                 let _ = work.reply.send(result);
             }
-            ShardMessage::DescribeQuorum(work) => {
+            ControllerMessage::DescribeQuorum(work) => {
                 let result = match self.forward(&ControllerRequest::DescribeQuorum).await {
                     Ok(ControllerResponse::DescribeQuorum { result }) => result,
                     Ok(_) => Err(MetadataError::ControllerNotAvailable),
@@ -288,7 +296,7 @@ impl BrokerAgent {
                 };
                 let _ = work.reply.send(result);
             }
-            ShardMessage::UpdateFeatures(work) => {
+            ControllerMessage::UpdateFeatures(work) => {
                 let request = ControllerRequest::UpdateFeatures {
                     updates: work.updates,
                     validate_only: work.validate_only,
@@ -310,10 +318,6 @@ impl BrokerAgent {
                 };
                 let _ = work.reply.send(result);
             }
-            other => error!(
-                kind = other.kind(),
-                "data-shard message sent to the controller executor; dropped"
-            ),
         }
     }
 
@@ -457,7 +461,7 @@ impl BrokerAgent {
                 reply,
             };
             if self
-                .mesh
+                .shards
                 .send(ShardId(shard as u16), message)
                 .await
                 .is_err()

@@ -86,7 +86,8 @@ pub struct JoinGroupResult {
 }
 
 impl JoinGroupResult {
-    fn error(error: GroupError, member_id: &str) -> JoinGroupResult {
+    /// The answer to a JoinGroup that failed with `error`.
+    pub fn error(error: GroupError, member_id: &str) -> JoinGroupResult {
         JoinGroupResult {
             error: Some(error),
             generation_id: -1,
@@ -133,7 +134,8 @@ pub struct SyncGroupResult {
 }
 
 impl SyncGroupResult {
-    fn error(error: GroupError) -> SyncGroupResult {
+    /// The answer to a SyncGroup that failed with `error`.
+    pub fn error(error: GroupError) -> SyncGroupResult {
         SyncGroupResult {
             error: Some(error),
             protocol_type: None,
@@ -214,20 +216,29 @@ pub struct GroupListing {
     pub state: GroupState,
 }
 
+/// What the driver answers delayed requests with: one waiter type per request kind, so that a
+/// JoinGroup's waiter can only ever be handed a JoinGroup result.
+pub trait Waiters {
+    /// Who waits for a JoinGroup.
+    type Join: std::fmt::Debug;
+    /// Who waits for a SyncGroup.
+    type Sync: std::fmt::Debug;
+}
+
 /// Work the driver must carry out, in order.
 #[derive(Debug)]
-pub enum Effect<W> {
+pub enum Effect<W: Waiters> {
     /// Answer a waiting JoinGroup.
     JoinDone {
         /// Who waits.
-        waiter: W,
+        waiter: W::Join,
         /// The answer.
         result: JoinGroupResult,
     },
     /// Answer a waiting SyncGroup.
     SyncDone {
         /// Who waits.
-        waiter: W,
+        waiter: W::Sync,
         /// The answer.
         result: SyncGroupResult,
     },
@@ -256,7 +267,7 @@ struct LoadingGroup {
 }
 
 /// The coordinator of the groups in the `__consumer_offsets` partitions one shard owns.
-pub struct GroupCoordinator<W> {
+pub struct GroupCoordinator<W: Waiters> {
     config: GroupConfig,
     num_partitions: i32,
     partitions: BTreeMap<i32, PartitionLoad>,
@@ -267,7 +278,7 @@ pub struct GroupCoordinator<W> {
     member_id_counter: u64,
 }
 
-impl<W> GroupCoordinator<W> {
+impl<W: Waiters> GroupCoordinator<W> {
     /// A coordinator owning no partition yet. `member_id_seed` makes member ids unique across
     /// restarts (the driver seeds it randomly; tests fix it).
     pub fn new(config: GroupConfig, num_partitions: i32, member_id_seed: u64) -> Self {
@@ -435,7 +446,7 @@ impl<W> GroupCoordinator<W> {
     // ---- JoinGroup ---------------------------------------------------------------------------
 
     /// JoinGroup: answered through an `Effect::JoinDone`, now or when the rebalance completes.
-    pub fn join_group(&mut self, args: JoinGroupArgs, waiter: W, now_ms: i64) {
+    pub fn join_group(&mut self, args: JoinGroupArgs, waiter: W::Join, now_ms: i64) {
         if let Err(error) = self.validate_join(&args, now_ms) {
             self.join_done(waiter, JoinGroupResult::error(error, &args.member_id));
             return;
@@ -485,7 +496,7 @@ impl<W> GroupCoordinator<W> {
         Ok(())
     }
 
-    fn join_validated(&mut self, args: JoinGroupArgs, waiter: W, now_ms: i64) {
+    fn join_validated(&mut self, args: JoinGroupArgs, waiter: W::Join, now_ms: i64) {
         if args.member_id.is_empty() {
             self.join_unknown_member(args, waiter, now_ms);
         } else {
@@ -493,7 +504,7 @@ impl<W> GroupCoordinator<W> {
         }
     }
 
-    fn join_unknown_member(&mut self, args: JoinGroupArgs, waiter: W, now_ms: i64) {
+    fn join_unknown_member(&mut self, args: JoinGroupArgs, waiter: W::Join, now_ms: i64) {
         let member_id = self.new_member_id(&args.client_id);
         if let Some(instance) = args.group_instance_id.clone() {
             let group = &self.groups[&args.group_id];
@@ -517,7 +528,7 @@ impl<W> GroupCoordinator<W> {
         self.add_member_and_rebalance(args, member_id, waiter, now_ms);
     }
 
-    fn join_known_member(&mut self, args: JoinGroupArgs, waiter: W, now_ms: i64) {
+    fn join_known_member(&mut self, args: JoinGroupArgs, waiter: W::Join, now_ms: i64) {
         let group = self.groups.get_mut(&args.group_id).expect("validated");
         let member_id = args.member_id.clone();
         if group.pending_members.remove(&member_id).is_some() {
@@ -567,7 +578,7 @@ impl<W> GroupCoordinator<W> {
         &mut self,
         args: JoinGroupArgs,
         member_id: String,
-        waiter: W,
+        waiter: W::Join,
         now_ms: i64,
     ) {
         let group = self.groups.get_mut(&args.group_id).expect("validated");
@@ -607,7 +618,7 @@ impl<W> GroupCoordinator<W> {
         self.maybe_prepare_rebalance(&args.group_id, now_ms);
     }
 
-    fn update_member_and_rebalance(&mut self, args: JoinGroupArgs, waiter: W, now_ms: i64) {
+    fn update_member_and_rebalance(&mut self, args: JoinGroupArgs, waiter: W::Join, now_ms: i64) {
         let group = self.groups.get_mut(&args.group_id).expect("validated");
         let member = group.members.get_mut(&args.member_id).expect("a member");
         member.protocols = args.protocols;
@@ -629,7 +640,7 @@ impl<W> GroupCoordinator<W> {
         args: JoinGroupArgs,
         old_member_id: &str,
         new_member_id: String,
-        waiter: W,
+        waiter: W::Join,
         now_ms: i64,
     ) {
         let group = self.groups.get_mut(&args.group_id).expect("validated");
@@ -814,7 +825,7 @@ impl<W> GroupCoordinator<W> {
 
     /// SyncGroup: answered through an `Effect::SyncDone`, now or when the leader's assignment
     /// arrives.
-    pub fn sync_group(&mut self, args: SyncGroupArgs, waiter: W, now_ms: i64) {
+    pub fn sync_group(&mut self, args: SyncGroupArgs, waiter: W::Sync, now_ms: i64) {
         match self.validate_sync(&args) {
             Err(error) => self.sync_done(waiter, SyncGroupResult::error(error)),
             Ok(GroupState::PreparingRebalance) => self.sync_done(
@@ -872,7 +883,7 @@ impl<W> GroupCoordinator<W> {
         Ok(group.state)
     }
 
-    fn sync_completing(&mut self, args: SyncGroupArgs, waiter: W, now_ms: i64) {
+    fn sync_completing(&mut self, args: SyncGroupArgs, waiter: W::Sync, now_ms: i64) {
         let group = self.groups.get_mut(&args.group_id).expect("validated");
         let member = group.members.get_mut(&args.member_id).expect("validated");
         member.touch(now_ms);
@@ -1381,11 +1392,11 @@ impl<W> GroupCoordinator<W> {
 
     // ---- helpers -----------------------------------------------------------------------------
 
-    fn join_done(&mut self, waiter: W, result: JoinGroupResult) {
+    fn join_done(&mut self, waiter: W::Join, result: JoinGroupResult) {
         self.effects.push(Effect::JoinDone { waiter, result });
     }
 
-    fn sync_done(&mut self, waiter: W, result: SyncGroupResult) {
+    fn sync_done(&mut self, waiter: W::Sync, result: SyncGroupResult) {
         self.effects.push(Effect::SyncDone { waiter, result });
     }
 
@@ -1407,7 +1418,11 @@ impl<W> GroupCoordinator<W> {
 
 /// Removes a member, answering its waiting requests with UNKNOWN_MEMBER_ID, and picks a new
 /// leader when it led.
-fn remove_member<W>(group: &mut ClassicGroup<W>, member_id: &str, effects: &mut Vec<Effect<W>>) {
+fn remove_member<W: Waiters>(
+    group: &mut ClassicGroup<W>,
+    member_id: &str,
+    effects: &mut Vec<Effect<W>>,
+) {
     let Some(mut member) = group.members.remove(member_id) else {
         return;
     };
@@ -1433,7 +1448,7 @@ fn remove_member<W>(group: &mut ClassicGroup<W>, member_id: &str, effects: &mut 
 
 /// The JoinGroup answer of the current generation for `member_id`; the leader's carries the
 /// members.
-fn current_join_result<W>(
+fn current_join_result<W: Waiters>(
     group: &ClassicGroup<W>,
     member_id: &str,
     skip_assignment: bool,
@@ -1465,7 +1480,7 @@ fn current_join_result<W>(
 }
 
 /// The group's metadata record as Kafka stores it after a rebalance.
-fn group_metadata_record<W>(group: &ClassicGroup<W>) -> OffsetsRecord {
+fn group_metadata_record<W: Waiters>(group: &ClassicGroup<W>) -> OffsetsRecord {
     let protocol = group.protocol_name.clone().unwrap_or_default();
     OffsetsRecord::GroupMetadata {
         group_id: group.group_id.clone(),
@@ -1494,7 +1509,11 @@ fn group_metadata_record<W>(group: &ClassicGroup<W>) -> OffsetsRecord {
 }
 
 /// Rebuilds a group from its stored metadata: Stable with its members when it had any.
-fn restore_metadata<W>(group: &mut ClassicGroup<W>, meta: GroupMetadataValue, now_ms: i64) {
+fn restore_metadata<W: Waiters>(
+    group: &mut ClassicGroup<W>,
+    meta: GroupMetadataValue,
+    now_ms: i64,
+) {
     group.generation_id = meta.generation_id;
     group.protocol_type = (!meta.protocol_type.is_empty()).then_some(meta.protocol_type);
     if meta.current_state_timestamp_ms >= 0 {
@@ -1535,7 +1554,7 @@ fn restore_metadata<W>(group: &mut ClassicGroup<W>, meta: GroupMetadataValue, no
     group.state = GroupState::Stable;
 }
 
-fn expired_offsets<W>(
+fn expired_offsets<W: Waiters>(
     group: &ClassicGroup<W>,
     now_ms: i64,
     retention_ms: i64,

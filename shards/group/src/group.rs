@@ -15,6 +15,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use bytes::Bytes;
 
+use crate::coordinator::Waiters;
 use crate::records::OffsetCommitValue;
 use crate::subscription::{subscribed_topics, CONSUMER_PROTOCOL_TYPE};
 
@@ -48,7 +49,7 @@ impl GroupState {
 
 /// A member of a group. `W` is whatever the driver uses to answer a delayed request.
 #[derive(Debug)]
-pub struct Member<W> {
+pub struct Member<W: Waiters> {
     /// Member id (assigned by the coordinator).
     pub member_id: String,
     /// Static membership instance id.
@@ -68,16 +69,16 @@ pub struct Member<W> {
     /// The member's current assignment.
     pub assignment: Bytes,
     /// A JoinGroup waiting for the rebalance to complete.
-    pub awaiting_join: Option<W>,
+    pub awaiting_join: Option<W::Join>,
     /// A SyncGroup waiting for the leader's assignment.
-    pub awaiting_sync: Option<W>,
+    pub awaiting_sync: Option<W::Sync>,
     /// Joined during the current rebalance for the first time.
     pub is_new: bool,
     /// The session ends at this time unless a heartbeat (or join/sync) comes first.
     pub session_deadline_ms: i64,
 }
 
-impl<W> Member<W> {
+impl<W: Waiters> Member<W> {
     /// The metadata this member sent for `protocol`.
     pub fn metadata(&self, protocol: &str) -> Option<&Bytes> {
         self.protocols
@@ -99,7 +100,7 @@ impl<W> Member<W> {
 
 /// A classic group.
 #[derive(Debug)]
-pub struct ClassicGroup<W> {
+pub struct ClassicGroup<W: Waiters> {
     /// Group id.
     pub group_id: String,
     /// Its partition of `__consumer_offsets`.
@@ -134,7 +135,7 @@ pub struct ClassicGroup<W> {
     pub offsets: BTreeMap<String, BTreeMap<i32, OffsetCommitValue>>,
 }
 
-impl<W> ClassicGroup<W> {
+impl<W: Waiters> ClassicGroup<W> {
     /// Whether something of this group runs out with time: member sessions, pending member
     /// ids, a rebalance deadline.
     pub fn has_timers(&self) -> bool {

@@ -19,7 +19,7 @@ pub use config::GroupConfig;
 pub use coordinator::{
     partition_for_group, CommitOffset, Effect, GroupCoordinator, GroupDescription, GroupListing,
     JoinGroupArgs, JoinGroupResult, JoinedMember, MemberDescription, OffsetCommitArgs,
-    SyncGroupArgs, SyncGroupResult,
+    SyncGroupArgs, SyncGroupResult, Waiters,
 };
 pub use error::GroupError;
 pub use group::{ClassicGroup, GroupState, Member};

@@ -13,6 +13,11 @@ const PARTITIONS: i32 = 4;
 /// A test waiter: which member asked, and a sequence number.
 type Waiter = (String, u64);
 
+impl Waiters for Waiter {
+    type Join = Waiter;
+    type Sync = Waiter;
+}
+
 struct Harness {
     coordinator: GroupCoordinator<Waiter>,
     now_ms: i64,

@@ -276,7 +276,7 @@ async fn hand_over(
     };
     if let Err(error) = ctx
         .mesh
-        .send(shard, ShardMessage::AdoptConnection(handoff))
+        .send_to_shard(shard, ShardMessage::AdoptConnection(handoff))
         .await
     {
         warn!(%error, "cannot move a connection to its group's coordinator shard; closed");

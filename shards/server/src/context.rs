@@ -1,32 +1,25 @@
-//! Everything one shard's tasks share: its identity, its partitions, its copy of the metadata
-//! image, the mesh to other shards, the configuration and the shutdown signal.
+//! Everything one shard's request path shares: the `ShardCore` (identity, partitions, image,
+//! mesh, configuration, signals) and the components built on it — the group coordinator, the
+//! producer id block, the connection gate and the counters. The components never name
+//! `ShardContext`: they take the core or narrower pieces, so the dependency runs one way,
+//! from the request path (connection, dispatch, handlers, router, local, pump) through this
+//! context down to the components and the core.
 
-use std::cell::RefCell;
+use std::ops::Deref;
 use std::rc::Rc;
-use std::sync::Arc;
 
 use glommio::sync::Gate;
-use sluice_config::BrokerConfig;
-use sluice_replica::ReplicaManager;
-use sluice_shard::{LocalSignal, MetadataImage, ShardId, ShardMesh};
 
 use crate::group_manager::GroupManager;
+use crate::metrics::ShardMetrics;
 use crate::producer_ids::ProducerIdAllocator;
+use crate::shard_core::ShardCore;
 
-/// Per-shard state, shared by that shard's tasks as `Rc<ShardContext>`.
+/// Per-shard state, shared by that shard's tasks as `Rc<ShardContext>`. Reads through to its
+/// `ShardCore` (`ctx.replicas`, `ctx.image()`, …).
 pub struct ShardContext {
-    /// This shard.
-    pub shard_id: ShardId,
-    /// The broker configuration (immutable after start).
-    pub config: Arc<BrokerConfig>,
-    /// Partitions this shard owns.
-    pub replicas: ReplicaManager,
-    /// Senders to every other shard and the controller.
-    pub mesh: Rc<ShardMesh>,
-    /// Set once when the broker begins to shut down.
-    pub shutdown: LocalSignal,
-    /// Set once the first metadata image is applied (partitions open).
-    pub metadata_ready: LocalSignal,
+    /// Identity, partitions, image, mesh, configuration and signals.
+    pub core: Rc<ShardCore>,
     /// This shard's block of producer ids.
     pub producer_ids: ProducerIdAllocator,
     /// The group coordinator of the `__consumer_offsets` partitions this shard owns.
@@ -35,46 +28,32 @@ pub struct ShardContext {
     /// shard; closed (and waited for) at shutdown.
     pub connections: Gate,
     /// This shard's counters, when the metrics endpoint is configured (None: nothing counted).
-    pub metrics: Option<crate::metrics::ShardMetrics>,
-    image: RefCell<Arc<MetadataImage>>,
+    pub metrics: Option<ShardMetrics>,
 }
 
 impl ShardContext {
-    /// A context with an empty image (the controller publishes the first one at start).
-    pub fn new(
-        shard_id: ShardId,
-        config: Arc<BrokerConfig>,
-        replicas: ReplicaManager,
-        mesh: Rc<ShardMesh>,
-    ) -> ShardContext {
+    /// A context over `core`, with no groups loaded and no producer ids yet.
+    pub fn new(core: ShardCore) -> ShardContext {
         ShardContext {
-            shard_id,
-            config,
-            replicas,
-            mesh,
-            shutdown: LocalSignal::new(),
-            metadata_ready: LocalSignal::new(),
+            core: Rc::new(core),
             producer_ids: ProducerIdAllocator::default(),
             groups: Rc::new(GroupManager::default()),
             connections: Gate::new(),
             metrics: None,
-            image: RefCell::new(Arc::new(MetadataImage::default())),
         }
     }
 
     /// Counts into `metrics` (registered in the endpoint's registry).
-    pub fn with_metrics(mut self, metrics: Option<crate::metrics::ShardMetrics>) -> ShardContext {
+    pub fn with_metrics(mut self, metrics: Option<ShardMetrics>) -> ShardContext {
         self.metrics = metrics;
         self
     }
+}
 
-    /// The current metadata image (cheap: one `Arc` clone).
-    pub fn image(&self) -> Arc<MetadataImage> {
-        self.image.borrow().clone()
-    }
+impl Deref for ShardContext {
+    type Target = ShardCore;
 
-    /// Replaces the image.
-    pub fn set_image(&self, image: Arc<MetadataImage>) {
-        *self.image.borrow_mut() = image;
+    fn deref(&self) -> &ShardCore {
+        &self.core
     }
 }

@@ -2,17 +2,15 @@
 
 use futures_channel::oneshot;
 use sluice_shard::{
-    AllocateProducerIdsWork, AlterConfigsWork, CreatePartitionsWork, CreateTopicsWork,
-    CreatedTopic, DeleteTopicsWork, DeletedTopic, MetadataError, NewPartitions, NewTopic,
-    ProducerIdBlock, ShardMessage, TopicConfigChanges, TopicRef,
+    AllocateProducerIdsWork, AlterConfigsWork, ControllerMessage, CreatePartitionsWork,
+    CreateTopicsWork, CreatedTopic, DeleteTopicsWork, DeletedTopic, MetadataError, NewPartitions,
+    NewTopic, ProducerIdBlock, ShardMesh, TopicConfigChanges, TopicRef,
 };
 use sluice_shard::{DescribeQuorumWork, FeatureUpdate, QuorumInfo, UpdateFeaturesWork};
 
-use crate::context::ShardContext;
-
 /// Asks the controller to create topics; one result per topic, in order.
 pub async fn create_topics(
-    ctx: &ShardContext,
+    mesh: &ShardMesh,
     topics: Vec<NewTopic>,
     validate_only: bool,
 ) -> Vec<Result<CreatedTopic, MetadataError>> {
@@ -23,19 +21,19 @@ pub async fn create_topics(
         validate_only,
         reply,
     };
-    ask(ctx, ShardMessage::CreateTopics(work), done, count).await
+    ask(mesh, ControllerMessage::CreateTopics(work), done, count).await
 }
 
 /// Asks the controller to delete topics; one result per topic, in order.
 pub async fn delete_topics(
-    ctx: &ShardContext,
+    mesh: &ShardMesh,
     topics: Vec<TopicRef>,
 ) -> Vec<Result<DeletedTopic, MetadataError>> {
     let count = topics.len();
     let (reply, done) = oneshot::channel();
     ask(
-        ctx,
-        ShardMessage::DeleteTopics(DeleteTopicsWork { topics, reply }),
+        mesh,
+        ControllerMessage::DeleteTopics(DeleteTopicsWork { topics, reply }),
         done,
         count,
     )
@@ -44,7 +42,7 @@ pub async fn delete_topics(
 
 /// Asks the controller to add partitions to topics; one result per topic, in order.
 pub async fn create_partitions(
-    ctx: &ShardContext,
+    mesh: &ShardMesh,
     topics: Vec<NewPartitions>,
     validate_only: bool,
 ) -> Vec<Result<(), MetadataError>> {
@@ -55,14 +53,14 @@ pub async fn create_partitions(
         validate_only,
         reply,
     };
-    ask(ctx, ShardMessage::CreatePartitions(work), done, count).await
+    ask(mesh, ControllerMessage::CreatePartitions(work), done, count).await
 }
 
 /// Asks the controller for a block of producer ids (durably claimed before it answers).
-pub async fn allocate_producer_ids(ctx: &ShardContext) -> Result<ProducerIdBlock, MetadataError> {
+pub async fn allocate_producer_ids(mesh: &ShardMesh) -> Result<ProducerIdBlock, MetadataError> {
     let (reply, done) = oneshot::channel();
-    let message = ShardMessage::AllocateProducerIds(AllocateProducerIdsWork { reply });
-    if ctx.mesh.send(ctx.mesh.controller(), message).await.is_err() {
+    let message = ControllerMessage::AllocateProducerIds(AllocateProducerIdsWork { reply });
+    if mesh.send_to_controller(message).await.is_err() {
         return Err(MetadataError::ControllerNotAvailable);
     }
     done.await
@@ -70,10 +68,10 @@ pub async fn allocate_producer_ids(ctx: &ShardContext) -> Result<ProducerIdBlock
 }
 
 /// Asks the active controller for the state of the quorum.
-pub async fn describe_quorum(ctx: &ShardContext) -> Result<QuorumInfo, MetadataError> {
+pub async fn describe_quorum(mesh: &ShardMesh) -> Result<QuorumInfo, MetadataError> {
     let (reply, done) = oneshot::channel();
-    let message = ShardMessage::DescribeQuorum(DescribeQuorumWork { reply });
-    if ctx.mesh.send(ctx.mesh.controller(), message).await.is_err() {
+    let message = ControllerMessage::DescribeQuorum(DescribeQuorumWork { reply });
+    if mesh.send_to_controller(message).await.is_err() {
         return Err(MetadataError::ControllerNotAvailable);
     }
     done.await
@@ -82,7 +80,7 @@ pub async fn describe_quorum(ctx: &ShardContext) -> Result<QuorumInfo, MetadataE
 
 /// Asks the active controller to change finalized feature levels.
 pub async fn update_features(
-    ctx: &ShardContext,
+    mesh: &ShardMesh,
     updates: Vec<FeatureUpdate>,
     validate_only: bool,
 ) -> Result<(), MetadataError> {
@@ -92,9 +90,8 @@ pub async fn update_features(
         validate_only,
         reply,
     };
-    if ctx
-        .mesh
-        .send(ctx.mesh.controller(), ShardMessage::UpdateFeatures(work))
+    if mesh
+        .send_to_controller(ControllerMessage::UpdateFeatures(work))
         .await
         .is_err()
     {
@@ -106,7 +103,7 @@ pub async fn update_features(
 
 /// Asks the controller to alter topic configs; one result per topic, in order.
 pub async fn alter_configs(
-    ctx: &ShardContext,
+    mesh: &ShardMesh,
     topics: Vec<TopicConfigChanges>,
     validate_only: bool,
 ) -> Vec<Result<(), MetadataError>> {
@@ -117,12 +114,12 @@ pub async fn alter_configs(
         validate_only,
         reply,
     };
-    ask(ctx, ShardMessage::AlterConfigs(work), done, count).await
+    ask(mesh, ControllerMessage::AlterConfigs(work), done, count).await
 }
 
 async fn ask<T>(
-    ctx: &ShardContext,
-    message: ShardMessage,
+    mesh: &ShardMesh,
+    message: ControllerMessage,
     done: oneshot::Receiver<Vec<Result<T, MetadataError>>>,
     count: usize,
 ) -> Vec<Result<T, MetadataError>> {
@@ -131,7 +128,7 @@ async fn ask<T>(
             .map(|_| Err(MetadataError::ControllerNotAvailable))
             .collect()
     };
-    if ctx.mesh.send(ctx.mesh.controller(), message).await.is_err() {
+    if mesh.send_to_controller(message).await.is_err() {
         return unavailable();
     }
     match done.await {

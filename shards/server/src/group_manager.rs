@@ -15,18 +15,30 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use bytes::Bytes;
 use futures_channel::oneshot;
 use sluice_group::{
-    Effect, GroupConfig, GroupCoordinator, GroupError, OffsetsRecord, GROUP_METADATA_TOPIC_NAME,
+    Effect, GroupConfig, GroupCoordinator, GroupDescription, GroupError, GroupListing,
+    JoinGroupArgs, JoinGroupResult, OffsetCommitArgs, OffsetsRecord, SyncGroupArgs,
+    SyncGroupResult, Waiters, GROUP_METADATA_TOPIC_NAME,
 };
 use sluice_protocol::codec::Uuid;
 use sluice_protocol::record_batch::{read_records, Record, RecordBatchBuilder, RecordBatches};
 use sluice_replica::TopicIdPartition;
-use sluice_shard::{GroupRequest, GroupResponse, LocalWatch, MetadataImage};
+use sluice_shard::{
+    CommittedOffsets, DeleteGroupArgs, DescribeGroupArgs, GroupRequest, HeartbeatArgs,
+    LeaveGroupArgs, ListGroupsArgs, LocalWatch, MetadataImage, OffsetDeleteArgs, OffsetFetchArgs,
+    PartitionResults, PerItemResults, Reply,
+};
 use tracing::{debug, error, info, warn};
 
-use crate::context::ShardContext;
+use crate::shard_core::ShardCore;
 
-/// How a delayed JoinGroup or SyncGroup is answered.
-type Waiter = oneshot::Sender<GroupResponse>;
+/// How a delayed JoinGroup or SyncGroup is answered: each on a reply of its own kind.
+#[derive(Debug)]
+pub enum Waiter {}
+
+impl Waiters for Waiter {
+    type Join = Reply<JoinGroupResult>;
+    type Sync = Reply<SyncGroupResult>;
+}
 
 /// How often sessions and rebalance deadlines are checked while some group has them.
 const GROUP_TICK: Duration = Duration::from_millis(50);
@@ -62,7 +74,7 @@ pub fn now_ms() -> i64 {
 }
 
 /// The group settings from the broker configuration.
-pub fn group_config(ctx: &ShardContext) -> GroupConfig {
+pub fn group_config(ctx: &ShardCore) -> GroupConfig {
     let c = &ctx.config;
     GroupConfig {
         group_min_session_timeout_ms: c.group_min_session_timeout_ms,
@@ -96,99 +108,27 @@ impl GroupManager {
         self.state.borrow().as_ref().map(|c| c.topic_id)
     }
 
-    /// Serves one request for a group this shard coordinates.
-    pub async fn handle(&self, ctx: &ShardContext, request: GroupRequest) -> GroupResponse {
-        let now = now_ms();
-        match request {
-            GroupRequest::Join(args) => {
-                let (waiter, answer) = oneshot::channel();
-                let failed = GroupRequest::Join(args.clone());
-                self.delayed(ctx, answer, &failed, |c| c.join_group(args, waiter, now))
-                    .await
-            }
-            GroupRequest::Sync(args) => {
-                let (waiter, answer) = oneshot::channel();
-                let failed = GroupRequest::Sync(args.clone());
-                self.delayed(ctx, answer, &failed, |c| c.sync_group(args, waiter, now))
-                    .await
-            }
-            GroupRequest::Heartbeat {
-                group_id,
-                member_id,
-                group_instance_id,
-                generation_id,
-            } => {
-                let result = self.immediate(ctx, |c| {
-                    c.heartbeat(
-                        &group_id,
-                        &member_id,
-                        group_instance_id.as_deref(),
-                        generation_id,
-                        now,
-                    )
-                });
-                GroupResponse::Heartbeat(result.await.unwrap_or(Err(GroupError::NotCoordinator)))
-            }
-            GroupRequest::Leave { group_id, members } => {
-                let result = self.immediate(ctx, |c| c.leave_group(&group_id, &members, now));
-                GroupResponse::Leave(result.await.unwrap_or(Err(GroupError::NotCoordinator)))
-            }
-            GroupRequest::Commit(args) => GroupResponse::Commit(self.commit(ctx, args).await),
-            GroupRequest::FetchOffsets { group_id, topics } => {
-                let result = self.immediate(ctx, |c| c.fetch_offsets(&group_id, topics.as_deref()));
-                GroupResponse::FetchOffsets(result.await.unwrap_or(Err(GroupError::NotCoordinator)))
-            }
-            GroupRequest::Describe { group_id } => {
-                let result = self.immediate(ctx, |c| c.describe_group(&group_id));
-                GroupResponse::Describe(result.await.unwrap_or(Err(GroupError::NotCoordinator)))
-            }
-            GroupRequest::List => {
-                let result = self.immediate(ctx, |c| {
-                    if c.is_loading() {
-                        Err(GroupError::CoordinatorLoadInProgress)
-                    } else {
-                        Ok(c.list_groups())
-                    }
-                });
-                // A shard that coordinates nothing has no groups.
-                GroupResponse::List(result.await.unwrap_or(Ok(Vec::new())))
-            }
-            GroupRequest::Delete { group_id } => {
-                let result = self.immediate_written(ctx, |c| c.delete_group(&group_id, now));
-                GroupResponse::Delete(result.await.unwrap_or(Err(GroupError::NotCoordinator)))
-            }
-            GroupRequest::DeleteOffsets { group_id, topics } => {
-                let result = self.immediate_written(ctx, |c| c.delete_offsets(&group_id, &topics));
-                GroupResponse::DeleteOffsets(
-                    result.await.unwrap_or(Err(GroupError::NotCoordinator)),
-                )
-            }
-        }
-    }
-
     /// A request answered through an effect (JoinGroup, SyncGroup): run the call, carry out
     /// the effects, then wait for the answer (which another task may deliver later).
-    async fn delayed(
+    async fn delayed<T>(
         &self,
-        ctx: &ShardContext,
-        answer: oneshot::Receiver<GroupResponse>,
-        request: &GroupRequest,
+        ctx: &ShardCore,
+        answer: oneshot::Receiver<T>,
+        failed: T,
         f: impl FnOnce(&mut GroupCoordinator<Waiter>),
-    ) -> GroupResponse {
+    ) -> T {
         let Some(((), effects)) = self.with(f) else {
-            return request.failed(GroupError::NotCoordinator);
+            return failed;
         };
         self.run_effects(ctx, effects).await;
         // The waiter is dropped only when the partition is unloaded or the shard stops.
-        answer
-            .await
-            .unwrap_or_else(|_| request.failed(GroupError::NotCoordinator))
+        answer.await.unwrap_or(failed)
     }
 
     /// A request answered by the call itself; its effects (if any) are carried out first.
     async fn immediate<R>(
         &self,
-        ctx: &ShardContext,
+        ctx: &ShardCore,
         f: impl FnOnce(&mut GroupCoordinator<Waiter>) -> R,
     ) -> Option<R> {
         let (result, effects) = self.with(f)?;
@@ -200,7 +140,7 @@ impl GroupManager {
     /// turns success into COORDINATOR_NOT_AVAILABLE (the client retries).
     async fn immediate_written<T>(
         &self,
-        ctx: &ShardContext,
+        ctx: &ShardCore,
         f: impl FnOnce(&mut GroupCoordinator<Waiter>) -> Result<T, GroupError>,
     ) -> Option<Result<T, GroupError>> {
         let (result, effects) = self.with(f)?;
@@ -213,11 +153,7 @@ impl GroupManager {
     }
 
     /// OffsetCommit: check, append the records, then make the offsets visible.
-    async fn commit(
-        &self,
-        ctx: &ShardContext,
-        args: sluice_group::OffsetCommitArgs,
-    ) -> Result<Vec<Result<(), GroupError>>, GroupError> {
+    async fn commit(&self, ctx: &ShardCore, args: OffsetCommitArgs) -> PerItemResults {
         let now = now_ms();
         let Some((prepared, _)) = self.with(|c| c.prepare_commit(&args, now)) else {
             return Err(GroupError::NotCoordinator);
@@ -243,7 +179,7 @@ impl GroupManager {
 
     /// Carries out effects in order; false when a write failed (the answers after a failed
     /// write say COORDINATOR_NOT_AVAILABLE instead of success).
-    async fn run_effects(&self, ctx: &ShardContext, effects: Vec<Effect<Waiter>>) -> bool {
+    async fn run_effects(&self, ctx: &ShardCore, effects: Vec<Effect<Waiter>>) -> bool {
         let mut written = true;
         for effect in effects {
             match effect {
@@ -251,7 +187,7 @@ impl GroupManager {
                     written &= self.append(ctx, partition, &records, now_ms()).await;
                 }
                 Effect::JoinDone { waiter, result } => {
-                    let _ = waiter.send(GroupResponse::Join(result));
+                    let _ = waiter.send(result);
                 }
                 Effect::SyncDone { waiter, mut result } => {
                     if !written && result.error.is_none() {
@@ -262,7 +198,7 @@ impl GroupManager {
                             assignment: Bytes::new(),
                         };
                     }
-                    let _ = waiter.send(GroupResponse::Sync(result));
+                    let _ = waiter.send(result);
                 }
             }
         }
@@ -272,7 +208,7 @@ impl GroupManager {
     /// Appends records to this shard's partition of `__consumer_offsets` as one batch.
     async fn append(
         &self,
-        ctx: &ShardContext,
+        ctx: &ShardCore,
         partition: i32,
         records: &[OffsetsRecord],
         now: i64,
@@ -330,7 +266,7 @@ impl GroupManager {
 
     /// Follows a new metadata image: starts loading the partitions of `__consumer_offsets`
     /// this shard now leads and unloads those it no longer leads.
-    pub fn on_metadata(&self, ctx: &ShardContext, image: &MetadataImage) {
+    pub fn on_metadata(&self, ctx: &ShardCore, image: &MetadataImage) {
         let Some(topic) = image.topic(GROUP_METADATA_TOPIC_NAME) else {
             self.state.borrow_mut().take();
             return;
@@ -400,7 +336,7 @@ impl GroupManager {
 
     /// Reads the partition from its start to its end and rebuilds its groups. Requests for
     /// them get COORDINATOR_LOAD_IN_PROGRESS meanwhile.
-    async fn load(&self, ctx: &ShardContext, partition: i32) {
+    async fn load(&self, ctx: &ShardCore, partition: i32) {
         let started = std::time::Instant::now();
         let Some(topic_id) = self.topic_id() else {
             return;
@@ -487,7 +423,7 @@ impl GroupManager {
     /// Waits for the next tick: `GROUP_TICK` while some group has sessions or deadlines to
     /// check, else until a request or a load arrives (or `GROUP_IDLE_TICK`), so that an idle
     /// shard is not woken 20 times a second for nothing. False once the shard shuts down.
-    async fn wait_for_tick(&self, ctx: &ShardContext) -> bool {
+    async fn wait_for_tick(&self, ctx: &ShardCore) -> bool {
         let busy = !self.pending_loads.borrow().is_empty()
             || !self.pending_effects.borrow().is_empty()
             || self
@@ -517,10 +453,10 @@ impl GroupManager {
         .await
     }
 
-    async fn tick(&self, ctx: &Rc<ShardContext>) {
+    async fn tick(self: &Rc<Self>, ctx: &Rc<ShardCore>) {
         let loads: Vec<i32> = self.pending_loads.borrow_mut().drain(..).collect();
         for partition in loads {
-            let (manager, ctx) = (ctx.groups.clone(), ctx.clone());
+            let (manager, ctx) = (self.clone(), ctx.clone());
             glommio::spawn_local(async move { manager.load(&ctx, partition).await }).detach();
         }
         let unloaded: Vec<_> = self.pending_effects.borrow_mut().drain(..).collect();
@@ -530,7 +466,7 @@ impl GroupManager {
         }
     }
 
-    pub fn spawn_timers(self: &Rc<Self>, ctx: &Rc<ShardContext>) {
+    pub fn spawn_timers(self: &Rc<Self>, ctx: &Rc<ShardCore>) {
         let (manager, ctx_tick) = (self.clone(), ctx.clone());
         glommio::spawn_local(async move {
             while manager.wait_for_tick(&ctx_tick).await {
@@ -548,5 +484,125 @@ impl GroupManager {
                 }
             }
         });
+    }
+}
+
+/// A group request this shard's coordinator serves, answered in its own type.
+pub trait CoordinatorCall: GroupRequest {
+    /// Serves the request on `groups`, the coordinator of this shard.
+    async fn serve(self, groups: &GroupManager, ctx: &ShardCore) -> Self::Response;
+}
+
+impl CoordinatorCall for JoinGroupArgs {
+    async fn serve(self, groups: &GroupManager, ctx: &ShardCore) -> JoinGroupResult {
+        let now = now_ms();
+        let (waiter, answer) = oneshot::channel();
+        let failed = self.failed(GroupError::NotCoordinator);
+        groups
+            .delayed(ctx, answer, failed, |c| c.join_group(self, waiter, now))
+            .await
+    }
+}
+
+impl CoordinatorCall for SyncGroupArgs {
+    async fn serve(self, groups: &GroupManager, ctx: &ShardCore) -> SyncGroupResult {
+        let now = now_ms();
+        let (waiter, answer) = oneshot::channel();
+        let failed = self.failed(GroupError::NotCoordinator);
+        groups
+            .delayed(ctx, answer, failed, |c| c.sync_group(self, waiter, now))
+            .await
+    }
+}
+
+impl CoordinatorCall for HeartbeatArgs {
+    async fn serve(self, groups: &GroupManager, ctx: &ShardCore) -> Result<(), GroupError> {
+        let now = now_ms();
+        let result = groups.immediate(ctx, |c| {
+            c.heartbeat(
+                &self.group_id,
+                &self.member_id,
+                self.group_instance_id.as_deref(),
+                self.generation_id,
+                now,
+            )
+        });
+        result.await.unwrap_or(Err(GroupError::NotCoordinator))
+    }
+}
+
+impl CoordinatorCall for LeaveGroupArgs {
+    async fn serve(self, groups: &GroupManager, ctx: &ShardCore) -> PerItemResults {
+        let now = now_ms();
+        let result = groups.immediate(ctx, |c| c.leave_group(&self.group_id, &self.members, now));
+        result.await.unwrap_or(Err(GroupError::NotCoordinator))
+    }
+}
+
+impl CoordinatorCall for OffsetCommitArgs {
+    async fn serve(self, groups: &GroupManager, ctx: &ShardCore) -> PerItemResults {
+        groups.commit(ctx, self).await
+    }
+}
+
+impl CoordinatorCall for OffsetFetchArgs {
+    async fn serve(
+        self,
+        groups: &GroupManager,
+        ctx: &ShardCore,
+    ) -> Result<CommittedOffsets, GroupError> {
+        let result = groups.immediate(ctx, |c| {
+            c.fetch_offsets(&self.group_id, self.topics.as_deref())
+        });
+        result.await.unwrap_or(Err(GroupError::NotCoordinator))
+    }
+}
+
+impl CoordinatorCall for DescribeGroupArgs {
+    async fn serve(
+        self,
+        groups: &GroupManager,
+        ctx: &ShardCore,
+    ) -> Result<GroupDescription, GroupError> {
+        let result = groups.immediate(ctx, |c| c.describe_group(&self.group_id));
+        result.await.unwrap_or(Err(GroupError::NotCoordinator))
+    }
+}
+
+impl CoordinatorCall for ListGroupsArgs {
+    async fn serve(
+        self,
+        groups: &GroupManager,
+        ctx: &ShardCore,
+    ) -> Result<Vec<GroupListing>, GroupError> {
+        let result = groups.immediate(ctx, |c| {
+            if c.is_loading() {
+                Err(GroupError::CoordinatorLoadInProgress)
+            } else {
+                Ok(c.list_groups())
+            }
+        });
+        // A shard that coordinates nothing has no groups.
+        result.await.unwrap_or(Ok(Vec::new()))
+    }
+}
+
+impl CoordinatorCall for DeleteGroupArgs {
+    async fn serve(self, groups: &GroupManager, ctx: &ShardCore) -> Result<(), GroupError> {
+        let now = now_ms();
+        let result = groups.immediate_written(ctx, |c| c.delete_group(&self.group_id, now));
+        result.await.unwrap_or(Err(GroupError::NotCoordinator))
+    }
+}
+
+impl CoordinatorCall for OffsetDeleteArgs {
+    async fn serve(
+        self,
+        groups: &GroupManager,
+        ctx: &ShardCore,
+    ) -> Result<PartitionResults, GroupError> {
+        let result =
+            groups.immediate_written(ctx, |c| c.delete_offsets(&self.group_id, &self.topics));
+        result.await.unwrap_or(Err(GroupError::NotCoordinator))
     }
 }

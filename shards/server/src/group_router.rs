@@ -8,13 +8,11 @@ use futures_channel::oneshot;
 use sluice_group::{partition_for_group, GroupError, GroupListing, GROUP_METADATA_TOPIC_NAME};
 use sluice_protocol::api_key::ApiKey;
 use sluice_protocol::request::{decode_request, RequestBody};
-use sluice_shard::{
-    GroupRequest, GroupResponse, GroupWork, MetadataError, MetadataImage, NewTopic, ShardId,
-    ShardMessage,
-};
+use sluice_shard::{ListGroupsArgs, MetadataError, MetadataImage, NewTopic, ShardId, ShardMessage};
 use tracing::warn;
 
 use crate::context::ShardContext;
+use crate::group_manager::CoordinatorCall;
 use crate::util::join_all;
 use crate::{controller_client, leadership};
 
@@ -106,7 +104,7 @@ pub fn connection_home(ctx: &ShardContext, frame: &Bytes) -> ConnectionHome {
 }
 
 /// Serves `request` on its group's coordinator.
-pub async fn call(ctx: &ShardContext, request: GroupRequest) -> GroupResponse {
+pub async fn call<R: CoordinatorCall>(ctx: &ShardContext, request: R) -> R::Response {
     let group_id = request.group_id().unwrap_or_default();
     let shard = match coordinator_shard(&ctx.image(), group_id) {
         Ok(shard) => shard,
@@ -115,14 +113,18 @@ pub async fn call(ctx: &ShardContext, request: GroupRequest) -> GroupResponse {
     on_shard(ctx, shard, request).await
 }
 
-async fn on_shard(ctx: &ShardContext, shard: ShardId, request: GroupRequest) -> GroupResponse {
+async fn on_shard<R: CoordinatorCall>(
+    ctx: &ShardContext,
+    shard: ShardId,
+    request: R,
+) -> R::Response {
     if shard == ctx.shard_id {
-        return ctx.groups.handle(ctx, request).await;
+        return request.serve(&ctx.groups, &ctx.core).await;
     }
     let fallback = request.failed(GroupError::CoordinatorNotAvailable);
     let (reply, answer) = oneshot::channel();
-    let message = ShardMessage::Group(GroupWork { request, reply });
-    if let Err(error) = ctx.mesh.send(shard, message).await {
+    let message = ShardMessage::Group(request.into_work(reply));
+    if let Err(error) = ctx.mesh.send_to_shard(shard, message).await {
         warn!(%error, "cannot reach the group coordinator shard");
         return fallback;
     }
@@ -132,14 +134,10 @@ async fn on_shard(ctx: &ShardContext, shard: ShardId, request: GroupRequest) -> 
 /// ListGroups across every shard.
 pub async fn list_all(ctx: &ShardContext) -> Result<Vec<GroupListing>, GroupError> {
     let shards =
-        (0..ctx.mesh.shard_count()).map(|i| on_shard(ctx, ShardId(i as u16), GroupRequest::List));
+        (0..ctx.mesh.shard_count()).map(|i| on_shard(ctx, ShardId(i as u16), ListGroupsArgs));
     let mut all = Vec::new();
     for answer in join_all(shards.collect()).await {
-        match answer {
-            GroupResponse::List(Ok(groups)) => all.extend(groups),
-            GroupResponse::List(Err(error)) => return Err(error),
-            other => unreachable!("a List request is answered with List, not {other:?}"),
-        }
+        all.extend(answer?);
     }
     all.sort_by(|a, b| a.group_id.cmp(&b.group_id));
     Ok(all)
@@ -153,7 +151,7 @@ pub async fn ensure_offsets_topic(ctx: &ShardContext) -> Result<(), GroupError> 
         return Ok(());
     }
     let topic = offsets_topic_spec(ctx);
-    let results = controller_client::create_topics(ctx, vec![topic], false).await;
+    let results = controller_client::create_topics(&ctx.mesh, vec![topic], false).await;
     match results.into_iter().next() {
         Some(Ok(_)) | Some(Err(MetadataError::TopicAlreadyExists(_))) => Ok(()),
         Some(Err(error)) => {

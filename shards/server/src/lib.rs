@@ -21,6 +21,7 @@ pub mod metrics;
 mod producer_ids;
 mod pump;
 mod router;
+mod shard_core;
 mod socket_io;
 mod util;
 
@@ -30,17 +31,17 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures_channel::oneshot;
-use glommio::channels::channel_mesh::{Full, MeshBuilder};
 use glommio::net::TcpListener;
 use glommio::sync::Gate;
 use sluice_config::BrokerConfig;
 use sluice_log::{LogConfig, TimestampType};
 use sluice_replica::ReplicaManager;
-use sluice_shard::{Envelope, ShardId, ShardMesh};
+use sluice_shard::{MeshBuilders, ShardId};
 use tracing::{error, info, warn};
 
 pub use context::ShardContext;
 pub use error::PartitionError;
+pub use shard_core::ShardCore;
 
 /// How long a shard waits for its connections to finish their requests at shutdown.
 const DRAIN_TIMEOUT: Duration = Duration::from_secs(10);
@@ -62,8 +63,8 @@ pub struct ShardStart {
     pub shard_id: ShardId,
     /// The configuration.
     pub config: Arc<BrokerConfig>,
-    /// The mesh to join (data shards and the controller).
-    pub mesh: MeshBuilder<Envelope, Full>,
+    /// The meshes to join (data shards and the controller executor).
+    pub mesh: MeshBuilders,
     /// Number of data shards.
     pub shard_count: usize,
     /// Fires when the broker must stop accepting and drain.
@@ -116,12 +117,16 @@ async fn serve(start: ShardStart) -> Result<(), String> {
         events,
         metrics,
     } = start;
-    let (senders, receivers) = mesh
-        .join()
+    let (mesh, receivers) = mesh
+        .join_shard(shard_id)
         .await
-        .map_err(|_| "cannot join the shard mesh".to_string())?;
-    let mesh = Rc::new(ShardMesh::new(senders, shard_count));
-    assert_eq!(mesh.self_id(), shard_id, "mesh peer index is the shard id");
+        .map_err(|error| error.to_string())?;
+    let mesh = Rc::new(mesh);
+    assert_eq!(
+        mesh.shard_count(),
+        shard_count,
+        "one mesh peer per data shard"
+    );
     let replicas = ReplicaManager::new(
         config.log_dirs.clone(),
         log_config(&config),
@@ -129,11 +134,16 @@ async fn serve(start: ShardStart) -> Result<(), String> {
     )
     .with_producer_id_expiration_ms(config.producer_id_expiration_ms);
     let ctx = Rc::new(
-        ShardContext::new(shard_id, config.clone(), replicas, mesh.clone())
-            .with_metrics(metrics.map(metrics::ShardMetrics::new)),
+        ShardContext::new(ShardCore::new(
+            shard_id,
+            config.clone(),
+            replicas,
+            mesh.clone(),
+        ))
+        .with_metrics(metrics.map(metrics::ShardMetrics::new)),
     );
     pump::spawn_pumps(ctx.clone(), receivers);
-    log_manager::spawn_retention(ctx.clone());
+    log_manager::spawn_retention(ctx.core.clone());
     // Armed before the first image: a broker that never gets one (its controllers cannot be
     // reached) must still stop when told to.
     let trigger = ctx.clone();
@@ -170,8 +180,8 @@ async fn serve_clients(
     config: &BrokerConfig,
     events: &mpsc::Sender<ShardEvent>,
 ) -> Result<(), String> {
-    log_manager::spawn_producer_expiry(ctx);
-    ctx.groups.spawn_timers(ctx);
+    log_manager::spawn_producer_expiry(&ctx.core);
+    ctx.groups.spawn_timers(&ctx.core);
     let listener_config = config
         .listeners
         .first()

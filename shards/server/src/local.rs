@@ -224,7 +224,7 @@ pub async fn apply_metadata(ctx: &ShardContext, image: Arc<MetadataImage>) {
                 .update_config(&partition.tp, &topic.configs, log_config);
         }
     }
-    ctx.groups.on_metadata(ctx, &image);
+    ctx.groups.on_metadata(&ctx.core, &image);
     ctx.set_image(image);
     ctx.metadata_ready.trigger();
 }

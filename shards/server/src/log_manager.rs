@@ -9,7 +9,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use tracing::{debug, info, warn};
 
-use crate::context::ShardContext;
+use crate::shard_core::ShardCore;
 
 /// Segments one partition may delete per tick; the rest wait for the next tick.
 const SEGMENTS_PER_TICK_MAX: usize = 8;
@@ -17,7 +17,7 @@ const SEGMENTS_PER_TICK_MAX: usize = 8;
 const PRODUCER_EXPIRY_CHECK_INTERVAL_MS: u64 = 600_000;
 
 /// Starts the retention loop.
-pub fn spawn_retention(ctx: Rc<ShardContext>) {
+pub fn spawn_retention(ctx: Rc<ShardCore>) {
     let interval = Duration::from_millis(ctx.config.log_retention_check_interval_ms);
     every(
         ctx,
@@ -28,7 +28,7 @@ pub fn spawn_retention(ctx: Rc<ShardContext>) {
 
 /// Forgets idle producer ids every 10 minutes (or every `producer.id.expiration.ms` when that
 /// is shorter); appends also check lazily.
-pub fn spawn_producer_expiry(ctx: &Rc<ShardContext>) {
+pub fn spawn_producer_expiry(ctx: &Rc<ShardCore>) {
     let expiration_ms = ctx.config.producer_id_expiration_ms.max(1) as u64;
     let interval = Duration::from_millis(PRODUCER_EXPIRY_CHECK_INTERVAL_MS.min(expiration_ms));
     every(ctx.clone(), interval, |ctx| async move {
@@ -40,9 +40,9 @@ pub fn spawn_producer_expiry(ctx: &Rc<ShardContext>) {
 }
 
 /// Runs `tick` every `interval` on this shard until shutdown.
-pub(crate) fn every<F, Fut>(ctx: Rc<ShardContext>, interval: Duration, tick: F)
+pub(crate) fn every<F, Fut>(ctx: Rc<ShardCore>, interval: Duration, tick: F)
 where
-    F: Fn(Rc<ShardContext>) -> Fut + 'static,
+    F: Fn(Rc<ShardCore>) -> Fut + 'static,
     Fut: Future<Output = ()>,
 {
     glommio::spawn_local(async move {
@@ -67,7 +67,7 @@ where
     .detach();
 }
 
-async fn retention_tick(ctx: &ShardContext) {
+async fn retention_tick(ctx: &ShardCore) {
     let now_ms = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_millis() as i64)

@@ -4,9 +4,8 @@
 use std::cell::Cell;
 
 use glommio::sync::Semaphore;
-use sluice_shard::MetadataError;
+use sluice_shard::{MetadataError, ShardMesh};
 
-use crate::context::ShardContext;
 use crate::controller_client;
 
 /// The ids this shard may still hand out.
@@ -36,7 +35,7 @@ impl ProducerIdAllocator {
     }
 
     /// A producer id never handed out before (by any shard, in any run).
-    pub async fn next_id(&self, ctx: &ShardContext) -> Result<i64, MetadataError> {
+    pub async fn next_id(&self, mesh: &ShardMesh) -> Result<i64, MetadataError> {
         if let Some(id) = self.take() {
             return Ok(id);
         }
@@ -48,7 +47,7 @@ impl ProducerIdAllocator {
         if let Some(id) = self.take() {
             return Ok(id);
         }
-        let block = controller_client::allocate_producer_ids(ctx).await?;
+        let block = controller_client::allocate_producer_ids(mesh).await?;
         self.block.set((block.first, block.end()));
         self.take().ok_or(MetadataError::ControllerNotAvailable)
     }

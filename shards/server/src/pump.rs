@@ -4,23 +4,23 @@
 
 use std::rc::Rc;
 
-use glommio::channels::channel_mesh::Receivers;
-use sluice_shard::{Envelope, ShardMessage};
-use tracing::error;
+use sluice_shard::{GroupWork, Reply, ShardMessage, ShardReceivers};
 
 use crate::context::ShardContext;
+use crate::group_manager::CoordinatorCall;
 use crate::{connection, local};
 
 /// Spawns one receiving task per peer; they run until the peer closes its side.
-pub fn spawn_pumps(ctx: Rc<ShardContext>, mut receivers: Receivers<Envelope>) {
-    for (_, receiver) in receivers.streams() {
+pub fn spawn_pumps(ctx: Rc<ShardContext>, mut receivers: ShardReceivers) {
+    for receiver in receivers.streams() {
         let ctx = ctx.clone();
         glommio::spawn_local(async move {
             while let Some(envelope) = receiver.recv().await {
-                if envelope.target != ctx.shard_id {
-                    error!(target = %envelope.target, origin = %envelope.origin, kind = envelope.message.kind(), "misrouted shard message dropped");
-                    continue;
-                }
+                assert_eq!(
+                    envelope.target, ctx.shard_id,
+                    "misrouted message from {}",
+                    envelope.origin
+                );
                 let ctx = ctx.clone();
                 glommio::spawn_local(async move { handle(&ctx, envelope.message).await }).detach();
             }
@@ -75,29 +75,36 @@ async fn handle(ctx: &Rc<ShardContext>, message: ShardMessage) {
                 .reply
                 .send(local::describe_producers(ctx, &work.partitions));
         }
-        ShardMessage::Group(work) => {
-            let response = ctx.groups.handle(ctx, work.request).await;
-            let _ = work.reply.send(response);
-        }
+        ShardMessage::Group(work) => group(ctx, work).await,
         ShardMessage::AdoptConnection(handoff) => connection::adopt(ctx, handoff),
         ShardMessage::ApplyMetadata { image, reply } => {
             local::apply_metadata(ctx, image).await;
             let _ = reply.send(());
         }
         ShardMessage::Stats { reply } => {
-            let _ = reply.send(crate::metrics::shard_stats(ctx).await);
-        }
-        ShardMessage::CreateTopics(_)
-        | ShardMessage::DeleteTopics(_)
-        | ShardMessage::CreatePartitions(_)
-        | ShardMessage::AllocateProducerIds(_)
-        | ShardMessage::AlterConfigs(_)
-        | ShardMessage::DescribeQuorum(_)
-        | ShardMessage::UpdateFeatures(_) => {
-            error!(
-                kind = message.kind(),
-                "controller message sent to a data shard; dropped"
-            );
+            let offsets = ctx.groups.committed_offsets();
+            let stats = crate::metrics::shard_stats(&ctx.core, ctx.metrics.as_ref(), offsets);
+            let _ = reply.send(stats.await);
         }
     }
+}
+
+/// Serves group work on this shard's coordinator; each kind answers on its own typed reply.
+async fn group(ctx: &ShardContext, work: GroupWork) {
+    match work {
+        GroupWork::Join(args, reply) => answer(ctx, args, reply).await,
+        GroupWork::Sync(args, reply) => answer(ctx, args, reply).await,
+        GroupWork::Heartbeat(args, reply) => answer(ctx, args, reply).await,
+        GroupWork::Leave(args, reply) => answer(ctx, args, reply).await,
+        GroupWork::Commit(args, reply) => answer(ctx, args, reply).await,
+        GroupWork::FetchOffsets(args, reply) => answer(ctx, args, reply).await,
+        GroupWork::Describe(args, reply) => answer(ctx, args, reply).await,
+        GroupWork::List(args, reply) => answer(ctx, args, reply).await,
+        GroupWork::Delete(args, reply) => answer(ctx, args, reply).await,
+        GroupWork::DeleteOffsets(args, reply) => answer(ctx, args, reply).await,
+    }
+}
+
+async fn answer<R: CoordinatorCall>(ctx: &ShardContext, request: R, reply: Reply<R::Response>) {
+    let _ = reply.send(request.serve(&ctx.groups, &ctx.core).await);
 }

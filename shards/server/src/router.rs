@@ -137,7 +137,7 @@ pub async fn wait_for_append(
             };
             if ctx
                 .mesh
-                .send(shard, ShardMessage::WaitForAppend(work))
+                .send_to_shard(shard, ShardMessage::WaitForAppend(work))
                 .await
                 .is_ok()
             {
@@ -220,7 +220,7 @@ async fn send_and_wait<O>(
     message: ShardMessage,
     done: oneshot::Receiver<Results<O>>,
 ) -> Result<Results<O>, PartitionError> {
-    if let Err(error) = ctx.mesh.send(shard, message).await {
+    if let Err(error) = ctx.mesh.send_to_shard(shard, message).await {
         warn!(%error, "cross-shard send failed");
         return Err(PartitionError::ShardUnavailable);
     }

@@ -1,5 +1,7 @@
 //! Group coordinator work sent to the shard that owns a group's partition of
-//! `__consumer_offsets` (or, for ListGroups, to every shard).
+//! `__consumer_offsets` (or, for ListGroups, to every shard). Each request kind is its own type
+//! with its own answer type ([`GroupRequest::Response`]), and each [`GroupWork`] variant carries
+//! a reply channel of exactly that type: a Heartbeat cannot be answered with a JoinGroup result.
 
 use sluice_group::{
     GroupDescription, GroupError, GroupListing, JoinGroupArgs, JoinGroupResult, OffsetCommitArgs,
@@ -17,138 +19,209 @@ pub type CommittedOffsets = Vec<(String, Vec<(i32, Option<OffsetCommitValue>)>)>
 /// Per-partition results per topic.
 pub type PartitionResults = Vec<(String, Vec<(i32, Result<(), GroupError>)>)>;
 
-/// A request for a group coordinator.
-#[derive(Debug)]
-pub enum GroupRequest {
+/// One result per member (LeaveGroup) or per offset (OffsetCommit), or one error for all.
+pub type PerItemResults = Result<Vec<Result<(), GroupError>>, GroupError>;
+
+/// A Heartbeat.
+#[derive(Debug, Clone)]
+pub struct HeartbeatArgs {
+    /// Group.
+    pub group_id: String,
+    /// Member.
+    pub member_id: String,
+    /// Static instance id.
+    pub group_instance_id: Option<String>,
+    /// Generation.
+    pub generation_id: i32,
+}
+
+/// A LeaveGroup.
+#[derive(Debug, Clone)]
+pub struct LeaveGroupArgs {
+    /// Group.
+    pub group_id: String,
+    /// The members leaving: (member id, instance id).
+    pub members: Vec<(String, Option<String>)>,
+}
+
+/// An OffsetFetch of one group.
+#[derive(Debug, Clone)]
+pub struct OffsetFetchArgs {
+    /// Group.
+    pub group_id: String,
+    /// What to fetch; `None`: every committed offset.
+    pub topics: Option<TopicPartitions>,
+}
+
+/// A DescribeGroups of one group.
+#[derive(Debug, Clone)]
+pub struct DescribeGroupArgs {
+    /// Group.
+    pub group_id: String,
+}
+
+/// A ListGroups of one shard's groups.
+#[derive(Debug, Clone, Copy)]
+pub struct ListGroupsArgs;
+
+/// A DeleteGroups of one group.
+#[derive(Debug, Clone)]
+pub struct DeleteGroupArgs {
+    /// Group.
+    pub group_id: String,
+}
+
+/// An OffsetDelete.
+#[derive(Debug, Clone)]
+pub struct OffsetDeleteArgs {
+    /// Group.
+    pub group_id: String,
+    /// What to delete.
+    pub topics: TopicPartitions,
+}
+
+/// Group work for one shard: the request and a reply channel typed for its answer.
+///
+/// ```
+/// # use sluice_shard::{GroupRequest, GroupWork, HeartbeatArgs};
+/// let args = HeartbeatArgs {
+///     group_id: "g".into(),
+///     member_id: "m".into(),
+///     group_instance_id: None,
+///     generation_id: 1,
+/// };
+/// let (reply, _answer) = futures_channel::oneshot::channel();
+/// let work: GroupWork = args.into_work(reply); // the answer is a Result<(), GroupError>
+/// assert!(matches!(work, GroupWork::Heartbeat(..)));
+/// ```
+///
+/// A Heartbeat cannot be given a JoinGroup's reply:
+///
+/// ```compile_fail
+/// # use sluice_shard::{GroupWork, HeartbeatArgs};
+/// # use sluice_group::JoinGroupResult;
+/// # fn f(args: HeartbeatArgs) {
+/// let (reply, _answer) = futures_channel::oneshot::channel::<JoinGroupResult>();
+/// let _ = GroupWork::Heartbeat(args, reply);
+/// # }
+/// ```
+pub enum GroupWork {
     /// JoinGroup (answered when the rebalance completes).
-    Join(JoinGroupArgs),
+    Join(JoinGroupArgs, Reply<JoinGroupResult>),
     /// SyncGroup (answered when the leader's assignment arrives).
-    Sync(SyncGroupArgs),
+    Sync(SyncGroupArgs, Reply<SyncGroupResult>),
     /// Heartbeat.
-    Heartbeat {
-        /// Group.
-        group_id: String,
-        /// Member.
-        member_id: String,
-        /// Static instance id.
-        group_instance_id: Option<String>,
-        /// Generation.
-        generation_id: i32,
-    },
-    /// LeaveGroup: (member id, instance id) pairs.
-    Leave {
-        /// Group.
-        group_id: String,
-        /// The members leaving.
-        members: Vec<(String, Option<String>)>,
-    },
-    /// OffsetCommit.
-    Commit(OffsetCommitArgs),
-    /// OffsetFetch of one group; `None` topics: every committed offset.
-    FetchOffsets {
-        /// Group.
-        group_id: String,
-        /// What to fetch.
-        topics: Option<TopicPartitions>,
-    },
-    /// DescribeGroups of one group.
-    Describe {
-        /// Group.
-        group_id: String,
-    },
-    /// ListGroups: this shard's groups.
-    List,
-    /// DeleteGroups of one group.
-    Delete {
-        /// Group.
-        group_id: String,
-    },
-    /// OffsetDelete.
-    DeleteOffsets {
-        /// Group.
-        group_id: String,
-        /// What to delete.
-        topics: TopicPartitions,
-    },
-}
-
-/// The answer to a `GroupRequest`, of the same variant.
-#[derive(Debug)]
-pub enum GroupResponse {
-    /// JoinGroup.
-    Join(JoinGroupResult),
-    /// SyncGroup.
-    Sync(SyncGroupResult),
-    /// Heartbeat.
-    Heartbeat(Result<(), GroupError>),
+    Heartbeat(HeartbeatArgs, Reply<Result<(), GroupError>>),
     /// LeaveGroup: one result per member.
-    Leave(Result<Vec<Result<(), GroupError>>, GroupError>),
+    Leave(LeaveGroupArgs, Reply<PerItemResults>),
     /// OffsetCommit: one result per offset, in request order.
-    Commit(Result<Vec<Result<(), GroupError>>, GroupError>),
+    Commit(OffsetCommitArgs, Reply<PerItemResults>),
     /// OffsetFetch.
-    FetchOffsets(Result<CommittedOffsets, GroupError>),
+    FetchOffsets(OffsetFetchArgs, Reply<Result<CommittedOffsets, GroupError>>),
     /// DescribeGroups.
-    Describe(Result<GroupDescription, GroupError>),
+    Describe(
+        DescribeGroupArgs,
+        Reply<Result<GroupDescription, GroupError>>,
+    ),
     /// ListGroups.
-    List(Result<Vec<GroupListing>, GroupError>),
+    List(ListGroupsArgs, Reply<Result<Vec<GroupListing>, GroupError>>),
     /// DeleteGroups.
-    Delete(Result<(), GroupError>),
+    Delete(DeleteGroupArgs, Reply<Result<(), GroupError>>),
     /// OffsetDelete.
-    DeleteOffsets(Result<PartitionResults, GroupError>),
+    DeleteOffsets(
+        OffsetDeleteArgs,
+        Reply<Result<PartitionResults, GroupError>>,
+    ),
 }
 
-impl GroupRequest {
-    /// The group it names (`None` for ListGroups).
-    pub fn group_id(&self) -> Option<&str> {
-        match self {
-            GroupRequest::Join(a) => Some(&a.group_id),
-            GroupRequest::Sync(a) => Some(&a.group_id),
-            GroupRequest::Commit(a) => Some(&a.group_id),
-            GroupRequest::Heartbeat { group_id, .. }
-            | GroupRequest::Leave { group_id, .. }
-            | GroupRequest::FetchOffsets { group_id, .. }
-            | GroupRequest::Describe { group_id }
-            | GroupRequest::Delete { group_id }
-            | GroupRequest::DeleteOffsets { group_id, .. } => Some(group_id),
-            GroupRequest::List => None,
-        }
-    }
+/// A request for a group coordinator, paired with its answer type.
+pub trait GroupRequest: Sized {
+    /// The answer.
+    type Response;
+
+    /// The group it names (`None` for ListGroups, which goes to every shard).
+    fn group_id(&self) -> Option<&str>;
 
     /// The answer to this request when it cannot be served at all.
-    pub fn failed(&self, error: GroupError) -> GroupResponse {
-        match self {
-            GroupRequest::Join(a) => GroupResponse::Join(JoinGroupResult {
-                error: Some(error),
-                generation_id: -1,
-                protocol_type: None,
-                protocol_name: None,
-                leader_id: String::new(),
-                skip_assignment: false,
-                member_id: a.member_id.clone(),
-                members: Vec::new(),
-            }),
-            GroupRequest::Sync(_) => GroupResponse::Sync(SyncGroupResult {
-                error: Some(error),
-                protocol_type: None,
-                protocol_name: None,
-                assignment: bytes::Bytes::new(),
-            }),
-            GroupRequest::Heartbeat { .. } => GroupResponse::Heartbeat(Err(error)),
-            GroupRequest::Leave { .. } => GroupResponse::Leave(Err(error)),
-            GroupRequest::Commit(_) => GroupResponse::Commit(Err(error)),
-            GroupRequest::FetchOffsets { .. } => GroupResponse::FetchOffsets(Err(error)),
-            GroupRequest::Describe { .. } => GroupResponse::Describe(Err(error)),
-            GroupRequest::List => GroupResponse::List(Err(error)),
-            GroupRequest::Delete { .. } => GroupResponse::Delete(Err(error)),
-            GroupRequest::DeleteOffsets { .. } => GroupResponse::DeleteOffsets(Err(error)),
-        }
+    fn failed(&self, error: GroupError) -> Self::Response;
+
+    /// The message that carries it to another shard, answered on `reply`.
+    fn into_work(self, reply: Reply<Self::Response>) -> GroupWork;
+}
+
+impl GroupRequest for JoinGroupArgs {
+    type Response = JoinGroupResult;
+
+    fn group_id(&self) -> Option<&str> {
+        Some(&self.group_id)
+    }
+
+    fn failed(&self, error: GroupError) -> JoinGroupResult {
+        JoinGroupResult::error(error, &self.member_id)
+    }
+
+    fn into_work(self, reply: Reply<JoinGroupResult>) -> GroupWork {
+        GroupWork::Join(self, reply)
     }
 }
 
-/// Group work for one shard.
-pub struct GroupWork {
-    /// The request.
-    pub request: GroupRequest,
-    /// The answer.
-    pub reply: Reply<GroupResponse>,
+impl GroupRequest for SyncGroupArgs {
+    type Response = SyncGroupResult;
+
+    fn group_id(&self) -> Option<&str> {
+        Some(&self.group_id)
+    }
+
+    fn failed(&self, error: GroupError) -> SyncGroupResult {
+        SyncGroupResult::error(error)
+    }
+
+    fn into_work(self, reply: Reply<SyncGroupResult>) -> GroupWork {
+        GroupWork::Sync(self, reply)
+    }
 }
+
+impl GroupRequest for ListGroupsArgs {
+    type Response = Result<Vec<GroupListing>, GroupError>;
+
+    fn group_id(&self) -> Option<&str> {
+        None
+    }
+
+    fn failed(&self, error: GroupError) -> Self::Response {
+        Err(error)
+    }
+
+    fn into_work(self, reply: Reply<Self::Response>) -> GroupWork {
+        GroupWork::List(self, reply)
+    }
+}
+
+/// A request of one group whose answer is a `Result`, failed as `Err(error)`.
+macro_rules! group_result_request {
+    ($args:ty => $variant:ident, $response:ty) => {
+        impl GroupRequest for $args {
+            type Response = $response;
+
+            fn group_id(&self) -> Option<&str> {
+                Some(&self.group_id)
+            }
+
+            fn failed(&self, error: GroupError) -> $response {
+                Err(error)
+            }
+
+            fn into_work(self, reply: Reply<$response>) -> GroupWork {
+                GroupWork::$variant(self, reply)
+            }
+        }
+    };
+}
+
+group_result_request!(HeartbeatArgs => Heartbeat, Result<(), GroupError>);
+group_result_request!(LeaveGroupArgs => Leave, PerItemResults);
+group_result_request!(OffsetCommitArgs => Commit, PerItemResults);
+group_result_request!(OffsetFetchArgs => FetchOffsets, Result<CommittedOffsets, GroupError>);
+group_result_request!(DescribeGroupArgs => Describe, Result<GroupDescription, GroupError>);
+group_result_request!(DeleteGroupArgs => Delete, Result<(), GroupError>);
+group_result_request!(OffsetDeleteArgs => DeleteOffsets, Result<PartitionResults, GroupError>);

@@ -1,10 +1,12 @@
 //! What every shard shares with every other: its identity, the metadata image with the shard
-//! table, the closed set of messages shards send each other, and the mesh that carries them.
+//! table, the closed sets of messages executors send each other (one per receiver), and the
+//! meshes that carry them.
 //!
 //! A *shard* is one glommio executor pinned to a core. It owns a set of partitions and is the
 //! only thread that touches their files. Any shard accepts connections and serves any request:
 //! work on a partition owned elsewhere travels as a [`ShardMessage`] over a bounded channel, and
-//! the reply returns on a oneshot. No lock guards the data path.
+//! the reply returns on a oneshot; admin work for the controller executor travels as a
+//! [`ControllerMessage`] on channels of its own. No lock guards the data path.
 
 #![forbid(unsafe_code)]
 
@@ -25,14 +27,20 @@ pub use config_work::{
 };
 pub use describe_work::{DescribeLogDirsWork, DescribeProducersWork};
 pub use group_work::{
-    CommittedOffsets, GroupRequest, GroupResponse, GroupWork, PartitionResults, TopicPartitions,
+    CommittedOffsets, DeleteGroupArgs, DescribeGroupArgs, GroupRequest, GroupWork, HeartbeatArgs,
+    LeaveGroupArgs, ListGroupsArgs, OffsetDeleteArgs, OffsetFetchArgs, PartitionResults,
+    PerItemResults, TopicPartitions,
 };
 pub use image::{BrokerImage, MetadataImage, PartitionImage, ShardTable, TopicImage};
-pub use mesh::{Envelope, MeshError, ShardMesh};
+pub use mesh::{
+    ControllerEnvelope, ControllerReceivers, Envelope, MeshBuilders, MeshError, ShardEnvelope,
+    ShardMesh, ShardReceivers, ShardSenders,
+};
 pub use message::{
-    ConnectionHandoff, CreatePartitionsWork, CreateTopicsWork, CreatedTopic, DeleteTopicsWork,
-    DeletedTopic, FetchPartitionRequest, FetchWork, ListOffsetsWork, MetadataError, NewPartitions,
-    NewTopic, ProduceWork, Reply, ShardMessage, TopicRef, WaitForAppendWork,
+    ConnectionHandoff, ControllerMessage, CreatePartitionsWork, CreateTopicsWork, CreatedTopic,
+    DeleteTopicsWork, DeletedTopic, FetchPartitionRequest, FetchWork, ListOffsetsWork,
+    MetadataError, NewPartitions, NewTopic, ProduceWork, Reply, ShardMessage, TopicRef,
+    WaitForAppendWork,
 };
 pub use producer_ids::{AllocateProducerIdsWork, ProducerIdBlock, PRODUCER_ID_BLOCK_SIZE};
 pub use quorum_work::{
@@ -44,8 +52,8 @@ pub use signal::LocalSignal;
 pub use stats::{GroupOffset, PartitionStats, ShardStats, TopicTraffic};
 pub use watch::{LocalWatch, WaitBeyond};
 
-/// Index of a shard (an executor) in this process. The controller, when it runs here, takes the
-/// index after the last data shard in the mesh.
+/// Index of a shard (an executor) in this process. The controller executor, when it runs here,
+/// is stamped as the index after the last data shard.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct ShardId(pub u16);
 

@@ -1,5 +1,7 @@
-//! The closed set of messages shards send each other. Each variant carries its own typed reply
-//! channel, so a reply can never be of the wrong kind.
+//! The closed sets of messages executors send each other, one enum per receiver: a
+//! [`ShardMessage`] goes only to a data shard, a [`ControllerMessage`] only to the controller
+//! executor (the mesh carries each on its own channels, so a wrong pairing does not compile).
+//! Each variant carries its own typed reply channel, so a reply can never be of the wrong kind.
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -17,7 +19,8 @@ use crate::{AlterConfigsWork, DeleteRecordsWork, DescribeLogDirsWork, DescribePr
 /// Where a reply goes back.
 pub type Reply<T> = oneshot::Sender<T>;
 
-/// A message to one shard (a data shard or the controller).
+/// A message only a data shard receives: work on the partitions it owns, its group
+/// coordinator's work, connections handed over, metadata images and metrics scrapes.
 pub enum ShardMessage {
     /// Append batches to partitions this shard owns.
     Produce(ProduceWork),
@@ -27,20 +30,6 @@ pub enum ShardMessage {
     WaitForAppend(WaitForAppendWork),
     /// Look offsets up by timestamp (or earliest/latest/max-timestamp).
     ListOffsets(ListOffsetsWork),
-    /// Controller: create topics.
-    CreateTopics(CreateTopicsWork),
-    /// Controller: delete topics.
-    DeleteTopics(DeleteTopicsWork),
-    /// Controller: add partitions to topics.
-    CreatePartitions(CreatePartitionsWork),
-    /// Controller: allocate a block of producer ids for the sending shard.
-    AllocateProducerIds(crate::AllocateProducerIdsWork),
-    /// Controller: alter topic configs.
-    AlterConfigs(AlterConfigsWork),
-    /// Controller: describe the controller quorum (DescribeQuorum).
-    DescribeQuorum(crate::DescribeQuorumWork),
-    /// Controller: change finalized feature levels (UpdateFeatures).
-    UpdateFeatures(crate::UpdateFeaturesWork),
     /// Move partitions' log start offsets up (DeleteRecords).
     DeleteRecords(DeleteRecordsWork),
     /// Report partitions' log sizes (DescribeLogDirs).
@@ -49,48 +38,41 @@ pub enum ShardMessage {
     DescribeProducers(DescribeProducersWork),
     /// Work for the group coordinator of this shard.
     Group(crate::GroupWork),
-    /// Data shard: serve this client connection from now on (its group's coordinator is here).
+    /// Serve this client connection from now on (its group's coordinator is here).
     AdoptConnection(ConnectionHandoff),
-    /// Data shard: take this image, open the partitions it assigns here and drop the ones it no
-    /// longer does; reply when done.
+    /// Take this image, open the partitions it assigns here and drop the ones it no longer
+    /// does; reply when done (sent by the broker agent on the controller executor).
     ApplyMetadata {
         /// The new image.
         image: Arc<MetadataImage>,
         /// Done.
         reply: Reply<()>,
     },
-    /// Data shard: report partitions, per-topic traffic and committed group offsets for a
-    /// metrics scrape (sent by the metrics endpoint on the controller executor).
+    /// Report partitions, per-topic traffic and committed group offsets for a metrics scrape
+    /// (sent by the metrics endpoint on the controller executor).
     Stats {
         /// The snapshot.
         reply: Reply<crate::ShardStats>,
     },
 }
 
-impl ShardMessage {
-    /// A short name for logs.
-    pub fn kind(&self) -> &'static str {
-        match self {
-            ShardMessage::Produce(_) => "produce",
-            ShardMessage::Fetch(_) => "fetch",
-            ShardMessage::WaitForAppend(_) => "wait_for_append",
-            ShardMessage::ListOffsets(_) => "list_offsets",
-            ShardMessage::CreateTopics(_) => "create_topics",
-            ShardMessage::DeleteTopics(_) => "delete_topics",
-            ShardMessage::CreatePartitions(_) => "create_partitions",
-            ShardMessage::AllocateProducerIds(_) => "allocate_producer_ids",
-            ShardMessage::AlterConfigs(_) => "alter_configs",
-            ShardMessage::DescribeQuorum(_) => "describe_quorum",
-            ShardMessage::UpdateFeatures(_) => "update_features",
-            ShardMessage::DeleteRecords(_) => "delete_records",
-            ShardMessage::DescribeLogDirs(_) => "describe_log_dirs",
-            ShardMessage::DescribeProducers(_) => "describe_producers",
-            ShardMessage::Group(_) => "group",
-            ShardMessage::AdoptConnection(_) => "adopt_connection",
-            ShardMessage::ApplyMetadata { .. } => "apply_metadata",
-            ShardMessage::Stats { .. } => "stats",
-        }
-    }
+/// A message only the controller executor receives: admin changes and questions the broker
+/// agent forwards to the active controller.
+pub enum ControllerMessage {
+    /// Create topics.
+    CreateTopics(CreateTopicsWork),
+    /// Delete topics.
+    DeleteTopics(DeleteTopicsWork),
+    /// Add partitions to topics.
+    CreatePartitions(CreatePartitionsWork),
+    /// Allocate a block of producer ids for the sending shard.
+    AllocateProducerIds(crate::AllocateProducerIdsWork),
+    /// Alter topic configs.
+    AlterConfigs(AlterConfigsWork),
+    /// Describe the controller quorum (DescribeQuorum).
+    DescribeQuorum(crate::DescribeQuorumWork),
+    /// Change finalized feature levels (UpdateFeatures).
+    UpdateFeatures(crate::UpdateFeaturesWork),
 }
 
 /// A client connection moved between shards at a request boundary: nothing of it is in flight,

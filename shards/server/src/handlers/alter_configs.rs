@@ -118,7 +118,7 @@ pub async fn alter(
     let results = if topics.is_empty() {
         Vec::new()
     } else {
-        controller_client::alter_configs(ctx, topics, validate_only).await
+        controller_client::alter_configs(&ctx.mesh, topics, validate_only).await
     };
     resources
         .iter()

@@ -53,7 +53,7 @@ pub async fn handle(
     let decided = if asked.is_empty() {
         Vec::new()
     } else {
-        controller_client::create_partitions(ctx, asked, request.validate_only).await
+        controller_client::create_partitions(&ctx.mesh, asked, request.validate_only).await
     };
     let mut decided = decided.into_iter();
     let results = answered

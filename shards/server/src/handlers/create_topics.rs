@@ -47,7 +47,8 @@ pub async fn handle(
             Err(error) => plan.push(Err((metadata_error_code(&error), error.to_string()))),
         }
     }
-    let results = controller_client::create_topics(ctx, asked.clone(), request.validate_only).await;
+    let results =
+        controller_client::create_topics(&ctx.mesh, asked.clone(), request.validate_only).await;
     let topics = request
         .topics
         .iter()

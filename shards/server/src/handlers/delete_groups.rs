@@ -9,7 +9,7 @@ use sluice_protocol::error::ErrorCode;
 use sluice_protocol::messages::delete_groups::{
     DeletableGroupResult, DeleteGroupsRequest, DeleteGroupsResponse,
 };
-use sluice_shard::{GroupRequest, GroupResponse};
+use sluice_shard::DeleteGroupArgs;
 
 use crate::context::ShardContext;
 use crate::error::group_result_code;
@@ -31,13 +31,10 @@ pub async fn handle(
             });
             continue;
         }
-        let work = GroupRequest::Delete {
+        let args = DeleteGroupArgs {
             group_id: group_id.clone(),
         };
-        let result = match group_router::call(ctx, work).await {
-            GroupResponse::Delete(result) => result,
-            other => unreachable!("a Delete request is answered in kind, not {other:?}"),
-        };
+        let result = group_router::call(ctx, args).await;
         results.push(DeletableGroupResult {
             group_id,
             error_code: group_result_code(&result).0,

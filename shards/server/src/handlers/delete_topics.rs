@@ -33,7 +33,7 @@ pub async fn handle(
             .map(TopicRef::Name)
             .collect()
     };
-    let results = controller_client::delete_topics(ctx, refs.clone()).await;
+    let results = controller_client::delete_topics(&ctx.mesh, refs.clone()).await;
     let responses = refs
         .iter()
         .zip(results)

@@ -7,7 +7,7 @@ use sluice_protocol::messages::describe_groups::{
     DescribeGroupsRequest, DescribeGroupsResponse, DescribedGroup, DescribedGroupMember,
     AUTHORIZED_OPERATIONS_OMITTED,
 };
-use sluice_shard::{GroupRequest, GroupResponse};
+use sluice_shard::DescribeGroupArgs;
 
 use crate::context::ShardContext;
 use crate::error::group_error_code;
@@ -30,13 +30,10 @@ pub async fn handle(
     };
     let mut groups = Vec::with_capacity(request.groups.len());
     for group_id in request.groups {
-        let work = GroupRequest::Describe {
+        let args = DescribeGroupArgs {
             group_id: group_id.clone(),
         };
-        let result = match group_router::call(ctx, work).await {
-            GroupResponse::Describe(result) => result,
-            other => unreachable!("a Describe request is answered in kind, not {other:?}"),
-        };
+        let result = group_router::call(ctx, args).await;
         let mut described = DescribedGroup {
             error_code: 0,
             error_message: None,

@@ -29,7 +29,7 @@ pub async fn handle(
     if !asks_for_the_metadata_partition(request) {
         return partition_error(ErrorCode::UNKNOWN_TOPIC_OR_PARTITION, None);
     }
-    match controller_client::describe_quorum(ctx).await {
+    match controller_client::describe_quorum(&ctx.mesh).await {
         Ok(info) => describe(&info),
         Err(error) => {
             // No active controller answered: Kafka's leader-less answer.

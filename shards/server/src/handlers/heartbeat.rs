@@ -1,7 +1,7 @@
 //! Heartbeat (key 12): keeps a member's session alive; REBALANCE_IN_PROGRESS tells it to rejoin.
 
 use sluice_protocol::messages::heartbeat::{HeartbeatRequest, HeartbeatResponse};
-use sluice_shard::{GroupRequest, GroupResponse};
+use sluice_shard::HeartbeatArgs;
 
 use crate::context::ShardContext;
 use crate::error::group_result_code;
@@ -13,15 +13,13 @@ pub async fn handle(
     _version: i16,
     request: HeartbeatRequest,
 ) -> HeartbeatResponse {
-    let work = GroupRequest::Heartbeat {
+    let args = HeartbeatArgs {
         group_id: request.group_id,
         member_id: request.member_id,
         group_instance_id: request.group_instance_id,
         generation_id: request.generation_id,
     };
-    let GroupResponse::Heartbeat(result) = group_router::call(ctx, work).await else {
-        unreachable!("a Heartbeat request is answered with Heartbeat");
-    };
+    let result = group_router::call(ctx, args).await;
     HeartbeatResponse {
         throttle_time_ms: 0,
         error_code: group_result_code(&result).0,

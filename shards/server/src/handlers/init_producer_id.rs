@@ -37,7 +37,7 @@ pub async fn handle(
     if (request.producer_id == NO_PRODUCER_ID) != (request.producer_epoch == NO_PRODUCER_EPOCH) {
         return error(ErrorCode::INVALID_REQUEST);
     }
-    match ctx.producer_ids.next_id(ctx).await {
+    match ctx.producer_ids.next_id(&ctx.mesh).await {
         Ok(producer_id) => InitProducerIdResponse {
             producer_id,
             producer_epoch: 0,

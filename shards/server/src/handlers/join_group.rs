@@ -8,7 +8,6 @@ use sluice_group::JoinGroupArgs;
 use sluice_protocol::messages::join_group::{
     JoinGroupRequest, JoinGroupResponse, JoinGroupResponseMember,
 };
-use sluice_shard::{GroupRequest, GroupResponse};
 
 use super::ClientInfo;
 use crate::context::ShardContext;
@@ -41,10 +40,7 @@ pub async fn handle(
             .collect(),
         require_known_member_id: version >= 4,
     };
-    let GroupResponse::Join(result) = group_router::call(ctx, GroupRequest::Join(args)).await
-    else {
-        unreachable!("a Join request is answered with Join");
-    };
+    let result = group_router::call(ctx, args).await;
     JoinGroupResponse {
         throttle_time_ms: 0,
         error_code: result.error.map(|e| group_error_code(&e).0).unwrap_or(0),

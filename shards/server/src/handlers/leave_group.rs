@@ -5,7 +5,7 @@ use sluice_protocol::error::ErrorCode;
 use sluice_protocol::messages::leave_group::{
     LeaveGroupRequest, LeaveGroupResponse, MemberResponse,
 };
-use sluice_shard::{GroupRequest, GroupResponse};
+use sluice_shard::LeaveGroupArgs;
 
 use crate::context::ShardContext;
 use crate::error::{group_error_code, group_result_code};
@@ -26,13 +26,11 @@ pub async fn handle(
     } else {
         vec![(request.member_id.clone(), None)]
     };
-    let work = GroupRequest::Leave {
+    let args = LeaveGroupArgs {
         group_id: request.group_id,
         members: members.clone(),
     };
-    let GroupResponse::Leave(result) = group_router::call(ctx, work).await else {
-        unreachable!("a Leave request is answered with Leave");
-    };
+    let result = group_router::call(ctx, args).await;
     let per_member = match result {
         Err(error) => {
             return LeaveGroupResponse {

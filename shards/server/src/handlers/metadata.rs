@@ -67,7 +67,7 @@ pub async fn auto_create(ctx: &ShardContext, request: &MetadataRequest) {
     if missing.is_empty() {
         return;
     }
-    for result in controller_client::create_topics(ctx, missing, false).await {
+    for result in controller_client::create_topics(&ctx.mesh, missing, false).await {
         match result {
             Ok(_) | Err(MetadataError::TopicAlreadyExists(_)) => {}
             Err(error) => warn!(%error, "auto topic creation failed"),

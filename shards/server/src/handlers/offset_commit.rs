@@ -9,7 +9,6 @@ use sluice_protocol::messages::offset_commit::{
     OffsetCommitRequest, OffsetCommitResponse, OffsetCommitResponsePartition,
     OffsetCommitResponseTopic,
 };
-use sluice_shard::{GroupRequest, GroupResponse};
 
 use crate::context::ShardContext;
 use crate::error::{group_error_code, group_result_code};
@@ -54,10 +53,7 @@ pub async fn handle(
             group_instance_id: request.group_instance_id,
             offsets,
         };
-        match group_router::call(ctx, GroupRequest::Commit(args)).await {
-            GroupResponse::Commit(results) => results,
-            other => unreachable!("a Commit request is answered with Commit, not {other:?}"),
-        }
+        group_router::call(ctx, args).await
     };
     let mut sent = match &results {
         Ok(results) => results.iter().map(group_result_code).collect::<Vec<_>>(),

@@ -5,7 +5,7 @@ use sluice_protocol::messages::offset_delete::{
     OffsetDeleteRequest, OffsetDeleteResponse, OffsetDeleteResponsePartition,
     OffsetDeleteResponseTopic,
 };
-use sluice_shard::{GroupRequest, GroupResponse};
+use sluice_shard::OffsetDeleteArgs;
 
 use crate::context::ShardContext;
 use crate::error::{group_error_code, group_result_code};
@@ -25,14 +25,11 @@ pub async fn handle(
             (t.name, partitions)
         })
         .collect();
-    let work = GroupRequest::DeleteOffsets {
+    let args = OffsetDeleteArgs {
         group_id: request.group_id,
         topics,
     };
-    let result = match group_router::call(ctx, work).await {
-        GroupResponse::DeleteOffsets(result) => result,
-        other => unreachable!("a DeleteOffsets request is answered in kind, not {other:?}"),
-    };
+    let result = group_router::call(ctx, args).await;
     match result {
         Err(error) => OffsetDeleteResponse {
             error_code: group_error_code(&error).0,

@@ -7,7 +7,7 @@ use sluice_protocol::messages::offset_fetch::{
     OffsetFetchRequest, OffsetFetchRequestTopic, OffsetFetchResponse, OffsetFetchResponseGroup,
     OffsetFetchResponsePartition, OffsetFetchResponseTopic,
 };
-use sluice_shard::{GroupRequest, GroupResponse};
+use sluice_shard::OffsetFetchArgs;
 
 use crate::context::ShardContext;
 use crate::error::group_error_code;
@@ -62,14 +62,11 @@ async fn fetch_group(
             .map(|t| (t.name, t.partition_indexes))
             .collect()
     });
-    let work = GroupRequest::FetchOffsets {
+    let args = OffsetFetchArgs {
         group_id,
         topics: asked.clone(),
     };
-    let result = match group_router::call(ctx, work).await {
-        GroupResponse::FetchOffsets(result) => result,
-        other => unreachable!("a FetchOffsets request is answered in kind, not {other:?}"),
-    };
+    let result = group_router::call(ctx, args).await;
     match result {
         Ok(committed) => {
             let topics = committed

@@ -210,7 +210,7 @@ async fn create_in_background(ctx: &ShardContext, mut names: Vec<String>) {
     names.sort();
     names.dedup();
     let topics = names.iter().map(|n| default_new_topic(ctx, n)).collect();
-    let _ = controller_client::create_topics(ctx, topics, false).await;
+    let _ = controller_client::create_topics(&ctx.mesh, topics, false).await;
 }
 
 /// Produce version from which a NOT_LEADER_OR_FOLLOWER answer names the current leader and

@@ -3,7 +3,6 @@
 
 use sluice_group::SyncGroupArgs;
 use sluice_protocol::messages::sync_group::{SyncGroupRequest, SyncGroupResponse};
-use sluice_shard::{GroupRequest, GroupResponse};
 
 use crate::context::ShardContext;
 use crate::error::group_error_code;
@@ -29,10 +28,7 @@ pub async fn handle(
             .map(|a| (a.member_id, bytes::Bytes::copy_from_slice(&a.assignment)))
             .collect(),
     };
-    let GroupResponse::Sync(result) = group_router::call(ctx, GroupRequest::Sync(args)).await
-    else {
-        unreachable!("a Sync request is answered with Sync");
-    };
+    let result = group_router::call(ctx, args).await;
     SyncGroupResponse {
         throttle_time_ms: 0,
         error_code: result.error.map(|e| group_error_code(&e).0).unwrap_or(0),

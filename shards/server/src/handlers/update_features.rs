@@ -40,7 +40,7 @@ pub async fn handle(
     let (code, message) = if updates.is_empty() {
         (ErrorCode::NONE, None)
     } else {
-        match controller_client::update_features(ctx, updates, validate_only).await {
+        match controller_client::update_features(&ctx.mesh, updates, validate_only).await {
             Ok(()) => (ErrorCode::NONE, None),
             Err(error) => (metadata_error_code(&error), Some(error.to_string())),
         }

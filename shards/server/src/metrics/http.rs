@@ -14,7 +14,7 @@ use std::time::Duration;
 use futures_lite::{AsyncReadExt, AsyncWriteExt};
 use glommio::net::{TcpListener, TcpStream};
 use glommio::sync::Semaphore;
-use sluice_shard::ShardMesh;
+use sluice_shard::ShardSenders;
 use tracing::{debug, warn};
 
 use super::{scrape, Readiness, Registry};
@@ -36,7 +36,7 @@ pub fn bind(addr: SocketAddr) -> std::io::Result<TcpListener> {
 
 /// Serves until the executor ends. `mesh`: the data shards to scrape (None in a
 /// controller-only process, which shows its process figures only).
-pub async fn serve(listener: TcpListener, registry: Arc<Registry>, mesh: Option<Rc<ShardMesh>>) {
+pub async fn serve(listener: TcpListener, registry: Arc<Registry>, mesh: Option<Rc<ShardSenders>>) {
     let open = Rc::new(Semaphore::new(CONNECTIONS_MAX as u64));
     let scraping = Rc::new(Semaphore::new(1));
     loop {
@@ -109,7 +109,7 @@ pub fn route(head: &[u8]) -> (Route, bool) {
 async fn answer(
     mut stream: TcpStream,
     registry: &Arc<Registry>,
-    mesh: Option<&Rc<ShardMesh>>,
+    mesh: Option<&Rc<ShardSenders>>,
     scraping: &Semaphore,
 ) -> std::io::Result<()> {
     stream.set_read_timeout(Some(IO_TIMEOUT))?;

@@ -12,8 +12,8 @@
 //!   offsets, committed offsets): plain counters in the shard's own memory, gathered at scrape
 //!   time by a `ShardMessage::Stats` over the mesh, answered as one short task per shard.
 //!
-//! The endpoint runs on the controller's executor, which is in the mesh (so it can send that
-//! message) and is not a data shard.
+//! The endpoint runs on the controller's executor, which holds senders to every data shard (so
+//! it can send that message) and is not a data shard.
 
 mod http;
 mod process;
@@ -360,7 +360,11 @@ const STATS_PARTITIONS_PER_YIELD: usize = 1024;
 /// This shard's answer to a scrape (`ShardMessage::Stats`): its partitions, its per-topic
 /// traffic and the committed offsets of its groups. Allocates per partition, per scrape —
 /// never per record.
-pub async fn shard_stats(ctx: &crate::ShardContext) -> ShardStats {
+pub async fn shard_stats(
+    ctx: &crate::shard_core::ShardCore,
+    metrics: Option<&ShardMetrics>,
+    group_offsets: Vec<sluice_shard::GroupOffset>,
+) -> ShardStats {
     // Own work only: the stretches between yields, not the waits to be scheduled again.
     let mut stretch = Instant::now();
     let mut own = Duration::ZERO;
@@ -401,15 +405,11 @@ pub async fn shard_stats(ctx: &crate::ShardContext) -> ShardStats {
     };
     let stats = ShardStats {
         partitions,
-        topics: ctx
-            .metrics
-            .as_ref()
-            .map(|m| m.topic_traffic(&image))
-            .unwrap_or_default(),
-        group_offsets: ctx.groups.committed_offsets(),
+        topics: metrics.map(|m| m.topic_traffic(&image)).unwrap_or_default(),
+        group_offsets,
         offline_partitions,
     };
-    if let Some(metrics) = &ctx.metrics {
+    if let Some(metrics) = metrics {
         own += stretch.elapsed();
         let own_us = u64::try_from(own.as_micros()).unwrap_or(u64::MAX);
         metrics.counters.stats_us.store(own_us, Ordering::Relaxed);

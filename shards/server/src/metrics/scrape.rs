@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use futures_channel::oneshot;
 use sluice_protocol::api_key::ApiKey;
-use sluice_shard::{ShardId, ShardMesh, ShardMessage, ShardStats};
+use sluice_shard::{ShardId, ShardMessage, ShardSenders, ShardStats};
 
 use super::process::{process_stats, thread_cpu_seconds};
 use super::text::{Exposition, Kind};
@@ -28,7 +28,7 @@ const SHARD_STATS_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// Asks every data shard for its figures, concurrently; `None` for a shard that did not
 /// answer in time (or is gone).
-pub async fn gather(mesh: &ShardMesh) -> Vec<Option<ShardStats>> {
+pub async fn gather(mesh: &ShardSenders) -> Vec<Option<ShardStats>> {
     let asks = (0..mesh.shard_count())
         .map(|i| async move {
             let ask = async {
@@ -49,7 +49,7 @@ pub async fn gather(mesh: &ShardMesh) -> Vec<Option<ShardStats>> {
 }
 
 /// One scrape's exposition.
-pub async fn scrape(registry: &Arc<Registry>, mesh: Option<&Rc<ShardMesh>>) -> String {
+pub async fn scrape(registry: &Arc<Registry>, mesh: Option<&Rc<ShardSenders>>) -> String {
     let started = Instant::now();
     let stats = match mesh {
         Some(mesh) => gather(mesh).await,
