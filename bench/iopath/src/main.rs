@@ -22,16 +22,19 @@ use glommio::{LocalExecutorBuilder, Placement};
 type Result<T> = std::result::Result<T, Box<dyn Error>>;
 
 const USAGE: &str = "usage: sluice-iopath --dir DIR --mode MODE [--total-mib N] [--append-bytes N] [--files N] [--read-kib N] [--drop-caches]
-modes: write-uring-buffered  write-pwrite  write-direct  read-uring-buffered  read-pread  read-direct
+modes: write-uring-buffered  write-pwrite  write-pwrite-nowait  write-direct
+       read-uring-buffered  read-pread  read-pread-nowait  read-direct
 A read mode reads the files the last write mode left in DIR.";
 
 #[derive(Clone, Copy, PartialEq, Debug)]
 enum Mode {
     WriteUringBuffered,
     WritePwrite,
+    WritePwriteNowait,
     WriteDirect,
     ReadUringBuffered,
     ReadPread,
+    ReadPreadNowait,
     ReadDirect,
 }
 
@@ -40,9 +43,11 @@ impl Mode {
         Some(match name {
             "write-uring-buffered" => Mode::WriteUringBuffered,
             "write-pwrite" => Mode::WritePwrite,
+            "write-pwrite-nowait" => Mode::WritePwriteNowait,
             "write-direct" => Mode::WriteDirect,
             "read-uring-buffered" => Mode::ReadUringBuffered,
             "read-pread" => Mode::ReadPread,
+            "read-pread-nowait" => Mode::ReadPreadNowait,
             "read-direct" => Mode::ReadDirect,
             _ => return None,
         })
@@ -52,9 +57,11 @@ impl Mode {
         match self {
             Mode::WriteUringBuffered => "write-uring-buffered",
             Mode::WritePwrite => "write-pwrite",
+            Mode::WritePwriteNowait => "write-pwrite-nowait",
             Mode::WriteDirect => "write-direct",
             Mode::ReadUringBuffered => "read-uring-buffered",
             Mode::ReadPread => "read-pread",
+            Mode::ReadPreadNowait => "read-pread-nowait",
             Mode::ReadDirect => "read-direct",
         }
     }
@@ -62,7 +69,10 @@ impl Mode {
     fn is_write(self) -> bool {
         matches!(
             self,
-            Mode::WriteUringBuffered | Mode::WritePwrite | Mode::WriteDirect
+            Mode::WriteUringBuffered
+                | Mode::WritePwrite
+                | Mode::WritePwriteNowait
+                | Mode::WriteDirect
         )
     }
 }
@@ -102,6 +112,10 @@ fn parse_args() -> Result<Args> {
             "--files" => files = value()?.parse()?,
             "--read-kib" => read_kib = value()?.parse()?,
             "--drop-caches" => drop_caches = true,
+            "--help" | "-h" => {
+                println!("{USAGE}");
+                std::process::exit(0);
+            }
             _ => return Err(format!("unknown argument {arg}\n{USAGE}").into()),
         }
     }
@@ -173,6 +187,8 @@ struct Tally {
     device_bytes: u64,
     /// Per-operation latency, microseconds.
     latencies_us: Vec<u32>,
+    /// `RWF_NOWAIT` operations the kernel refused because they would block (then done plainly).
+    would_block_ops: u64,
 }
 
 async fn write_uring_buffered(path: PathBuf, bytes: u64, src: Rc<Vec<u8>>) -> Result<Tally> {
@@ -210,6 +226,75 @@ fn write_pwrite(path: PathBuf, bytes: u64, src: &[u8]) -> Result<Tally> {
         tally.device_bytes += src.len() as u64;
     }
     Ok(tally)
+}
+
+/// `pwritev2(RWF_NOWAIT)`: what a shard could do on its own thread without ever blocking it,
+/// falling back (here: to a plain pwrite; in a broker: to io_uring) when the kernel says it would.
+fn write_pwrite_nowait(path: PathBuf, bytes: u64, src: &[u8]) -> Result<Tally> {
+    let file = OpenOptions::new()
+        .create(true)
+        .truncate(true)
+        .write(true)
+        .open(&path)?;
+    let mut tally = Tally::default();
+    let mut pos = 0u64;
+    while pos < bytes {
+        let started = Instant::now();
+        let mut done = 0usize;
+        while done < src.len() {
+            match rw_nowait(&file, RwOp::Write(&src[done..]), pos + done as u64) {
+                Ok(n) => done += n,
+                Err(e) if would_block(&e) => {
+                    tally.would_block_ops += 1;
+                    file.write_all_at(&src[done..], pos + done as u64)?;
+                    done = src.len();
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
+        tally.latencies_us.push(elapsed_us(started));
+        pos += src.len() as u64;
+        tally.device_bytes += src.len() as u64;
+    }
+    Ok(tally)
+}
+
+enum RwOp<'a> {
+    Write(&'a [u8]),
+    Read(&'a mut [u8]),
+}
+
+fn would_block(e: &std::io::Error) -> bool {
+    matches!(e.raw_os_error(), Some(libc::EAGAIN) | Some(libc::EOPNOTSUPP))
+}
+
+fn rw_nowait(file: &std::fs::File, op: RwOp<'_>, pos: u64) -> std::io::Result<usize> {
+    use std::os::fd::AsRawFd;
+    let fd = file.as_raw_fd();
+    let offset = pos as libc::off_t;
+    // SAFETY: the iovec points into a live slice of the stated length for the whole call.
+    let n = unsafe {
+        match op {
+            RwOp::Write(buf) => {
+                let iov = libc::iovec {
+                    iov_base: buf.as_ptr() as *mut libc::c_void,
+                    iov_len: buf.len(),
+                };
+                libc::pwritev2(fd, &iov, 1, offset, libc::RWF_NOWAIT)
+            }
+            RwOp::Read(buf) => {
+                let iov = libc::iovec {
+                    iov_base: buf.as_mut_ptr() as *mut libc::c_void,
+                    iov_len: buf.len(),
+                };
+                libc::preadv2(fd, &iov, 1, offset, libc::RWF_NOWAIT)
+            }
+        }
+    };
+    if n < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(n as usize)
 }
 
 /// Appends as a log on O_DIRECT must: every write starts at the block holding the previous
@@ -288,6 +373,34 @@ fn read_pread(path: PathBuf, chunk: usize) -> Result<Tally> {
     Ok(tally)
 }
 
+/// `preadv2(RWF_NOWAIT)`: served from the page cache without blocking, or refused (then read
+/// plainly here; in a broker, through io_uring).
+fn read_pread_nowait(path: PathBuf, chunk: usize) -> Result<Tally> {
+    let file = std::fs::File::open(&path)?;
+    let size = file.metadata()?.len();
+    let mut buf = vec![0u8; chunk];
+    let mut tally = Tally::default();
+    let mut pos = 0u64;
+    while pos < size {
+        let started = Instant::now();
+        let read = match rw_nowait(&file, RwOp::Read(&mut buf), pos) {
+            Ok(n) => n,
+            Err(e) if would_block(&e) => {
+                tally.would_block_ops += 1;
+                file.read_at(&mut buf, pos)?
+            }
+            Err(e) => return Err(e.into()),
+        };
+        tally.latencies_us.push(elapsed_us(started));
+        if read == 0 {
+            break;
+        }
+        pos += read as u64;
+        tally.device_bytes += read as u64;
+    }
+    Ok(tally)
+}
+
 async fn read_direct(path: PathBuf, chunk: usize) -> Result<Tally> {
     let file = DmaFile::open(&path).await?;
     let size = file.file_size().await?;
@@ -341,15 +454,18 @@ fn run(args: &Args) -> Result<Tally> {
                     let tally = match mode {
                         Mode::WriteUringBuffered => write_uring_buffered(path, per_file, src).await,
                         Mode::WritePwrite => write_pwrite(path, per_file, &src),
+                        Mode::WritePwriteNowait => write_pwrite_nowait(path, per_file, &src),
                         Mode::WriteDirect => write_direct(path, per_file, src).await,
                         Mode::ReadUringBuffered => read_uring_buffered(path, read_bytes).await,
                         Mode::ReadPread => read_pread(path, read_bytes),
+                        Mode::ReadPreadNowait => read_pread_nowait(path, read_bytes),
                         Mode::ReadDirect => read_direct(path, read_bytes).await,
                     }
                     .map_err(|e| e.to_string())?;
                     let mut total = total.borrow_mut();
                     total.device_bytes += tally.device_bytes;
                     total.latencies_us.extend(tally.latencies_us);
+                    total.would_block_ops += tally.would_block_ops;
                     Ok::<(), String>(())
                 }));
             }
@@ -417,7 +533,7 @@ fn main() -> Result<()> {
 \"bytes\":{},\"device_bytes\":{},\"phase_s\":{:.3},\"mb_per_s\":{:.1},\
 \"process_cpu_s_per_gib\":{:.3},\"machine_cpu_s_per_gib\":{:.3},\
 \"sync_s\":{:.3},\"process_cpu_s_per_gib_with_sync\":{:.3},\"machine_cpu_s_per_gib_with_sync\":{:.3},\
-\"op_p50_us\":{},\"op_p99_us\":{},\"op_max_us\":{}}}",
+\"op_p50_us\":{},\"op_p99_us\":{},\"op_max_us\":{},\"ops\":{},\"would_block_ops\":{}}}",
         args.mode.name(),
         args.files,
         args.append_bytes,
@@ -435,6 +551,8 @@ fn main() -> Result<()> {
         percentile(&tally.latencies_us, 0.50),
         percentile(&tally.latencies_us, 0.99),
         percentile(&tally.latencies_us, 1.0),
+        tally.latencies_us.len(),
+        tally.would_block_ops,
     );
     Ok(())
 }
