@@ -1,6 +1,4 @@
-//! Shard messages of the topic-config and DeleteRecords APIs.
-
-use sluice_replica::{ReplicaError, TopicIdPartition};
+//! Controller messages of the topic-config APIs (AlterConfigs, IncrementalAlterConfigs).
 
 use crate::message::{MetadataError, Reply};
 
@@ -46,12 +44,4 @@ pub struct AlterConfigsWork {
     pub validate_only: bool,
     /// One result per topic, in order.
     pub reply: Reply<Vec<Result<(), MetadataError>>>,
-}
-
-/// DeleteRecords for partitions of one shard.
-pub struct DeleteRecordsWork {
-    /// Partitions and the offset before which records go (-1: the high watermark).
-    pub partitions: Vec<(TopicIdPartition, i64)>,
-    /// The new log start offset (low watermark) of each, in the same order.
-    pub reply: Reply<Vec<Result<i64, ReplicaError>>>,
 }

@@ -11,21 +11,18 @@
 #![forbid(unsafe_code)]
 
 mod config_work;
-mod describe_work;
 mod group_work;
 mod image;
 mod mesh;
 mod message;
+mod partition_work;
 mod producer_ids;
 mod quorum_work;
 mod signal;
 mod stats;
 mod watch;
 
-pub use config_work::{
-    AlterConfigsWork, ConfigChange, ConfigOp, DeleteRecordsWork, TopicConfigChanges,
-};
-pub use describe_work::{DescribeLogDirsWork, DescribeProducersWork};
+pub use config_work::{AlterConfigsWork, ConfigChange, ConfigOp, TopicConfigChanges};
 pub use group_work::{
     CommittedOffsets, DeleteGroupArgs, DescribeGroupArgs, GroupRequest, GroupWork, HeartbeatArgs,
     LeaveGroupArgs, ListGroupsArgs, OffsetDeleteArgs, OffsetFetchArgs, PartitionResults,
@@ -42,6 +39,7 @@ pub use message::{
     MetadataError, NewPartitions, NewTopic, ProduceWork, Reply, ShardMessage, TopicRef,
     WaitForAppendWork,
 };
+pub use partition_work::{DeleteRecordsWork, DescribeLogDirsWork, DescribeProducersWork};
 pub use producer_ids::{AllocateProducerIdsWork, ProducerIdBlock, PRODUCER_ID_BLOCK_SIZE};
 pub use quorum_work::{
     advertised_features, check_feature_update, default_finalized_features, update_failed_message,
