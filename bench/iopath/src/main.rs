@@ -265,7 +265,10 @@ enum RwOp<'a> {
 }
 
 fn would_block(e: &std::io::Error) -> bool {
-    matches!(e.raw_os_error(), Some(libc::EAGAIN) | Some(libc::EOPNOTSUPP))
+    matches!(
+        e.raw_os_error(),
+        Some(libc::EAGAIN) | Some(libc::EOPNOTSUPP)
+    )
 }
 
 fn rw_nowait(file: &std::fs::File, op: RwOp<'_>, pos: u64) -> std::io::Result<usize> {
