@@ -27,11 +27,17 @@
 //! `SLUICE_REPLICATION_SEED=N` runs only seed N in the `replay` test,
 //! `SLUICE_REPLICATION_TRACE=1` prints its events, `SLUICE_REPLICATION_SEEDS=K` runs K seeds.
 //!
-//! The checker catches a wrong truncation (run on 2026-12-01): with the pre-KIP-279 rule
-//! (truncate to the leader's end offset without checking the follower's own epochs) or the
-//! pre-KIP-101 rules (truncate to the high watermark on a leader change, fetch without the
-//! last fetched epoch), the seeded runs fail within the first seeds and the explicit KIP
-//! tests fail; `the_simulation_detects_*` keep that proof running.
+//! The checker catches a wrong truncation. Kept running: `the_simulation_detects_*` switch on
+//! a test-only wrong rule (`follower::BrokenTruncation`) and need a failing seed: pre-KIP-101
+//! (truncate to the high watermark on a leader change, fetch without the last fetched epoch)
+//! fails at seed 2, "ISR member 2 lost committed records"; pre-KIP-279 (truncate to the
+//! leader's end offset without looking up the follower's own end of that epoch) fails at seed
+//! 6: with Fetch v12 the follower is not corrupted but stuck re-fetching a diverging epoch, so
+//! the replicas never converge. Done once by hand on the real code and reverted (2026-12-01):
+//! truncating to the follower's high watermark instead of the epoch end offset on a diverging
+//! epoch fails seeds 10, 15, 25 and 36 ("ISR member … lost committed records") and all four
+//! scenario tests; taking the leader's end offset in `offset_truncation_state` fails seeds 6,
+//! 24, 71, 73 (no convergence) and `scenarios::kip279`.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::panic::{catch_unwind, AssertUnwindSafe};
