@@ -20,6 +20,8 @@ mod leader;
 mod mem_log;
 #[cfg(test)]
 mod sim;
+#[cfg(test)]
+mod tests;
 
 pub use follower::{
     follower_high_watermark, offset_truncation_state, out_of_range_truncation, FetchRequest,
