@@ -96,6 +96,7 @@ struct Options {
     leader_change_p: f64,
     quick_second_change_p: f64,
     alter_delay_ticks_max: u64,
+    network_delay_ticks_max: u64,
 }
 
 impl Options {
@@ -117,6 +118,7 @@ impl Options {
             leader_change_p: pick(&[0.0, 0.01, 0.04]),
             quick_second_change_p: pick(&[0.2, 0.8]),
             alter_delay_ticks_max: pick(&[0.0, 2.0, 6.0]) as u64,
+            network_delay_ticks_max: pick(&[0.0, 1.0, 4.0]) as u64,
         }
     }
 }
@@ -239,6 +241,32 @@ struct PendingProduce {
     ids: Vec<u64>,
 }
 
+/// A follower's fetch on the wire: to the leader (`answer` empty), then back.
+struct FetchInFlight {
+    follower: BrokerId,
+    incarnation: u64,
+    leader: BrokerId,
+    request: FetchRequest,
+    max_records: usize,
+    answer: Option<FetchAnswer>,
+    /// When it arrives at its next stop.
+    at: u64,
+}
+
+/// What the leader answered.
+enum FetchAnswer {
+    Records {
+        fetch_offset: i64,
+        records: Vec<Record>,
+        high_watermark: i64,
+    },
+    Diverging(EpochEndOffset),
+    OutOfRange {
+        leader_log_end_offset: i64,
+    },
+    Error,
+}
+
 struct InFlightAlter {
     broker: BrokerId,
     incarnation: u64,
@@ -259,6 +287,7 @@ struct Sim {
     producing: bool,
     pending_produces: Vec<PendingProduce>,
     alters: Vec<InFlightAlter>,
+    fetches: Vec<FetchInFlight>,
     next_id: u64,
     /// Record ids by offset that some leader's high watermark made visible.
     committed: Vec<Record>,
@@ -281,6 +310,7 @@ struct Outcome {
     truncations: u64,
     diverging_epochs: u64,
     isr_changes: u64,
+    stale_fetch_answers: u64,
     digest: u64,
 }
 
@@ -326,6 +356,7 @@ impl Sim {
             producing: true,
             pending_produces: Vec::new(),
             alters: Vec::new(),
+            fetches: Vec::new(),
             next_id: 1,
             committed: Vec::new(),
             acknowledged: BTreeMap::new(),
@@ -392,11 +423,7 @@ impl Sim {
         if self.producing && self.rng.chance(o.produce_p) {
             self.produce_random();
         }
-        for b in self.shuffled() {
-            if self.rng.chance(o.fetch_p) {
-                self.fetch(b);
-            }
-        }
+        self.fetch_round();
         for b in 0..BROKERS {
             self.maybe_shrink_isr(b);
         }
@@ -691,18 +718,27 @@ impl Sim {
         !self.cut.contains(&(a.min(b), a.max(b)))
     }
 
-    /// Follower `f` fetches once from the leader it knows, and applies the answer.
+    /// Follower `f` fetches once from the leader it knows and applies the answer, with no
+    /// network delay (the scenario tests).
     fn fetch(&mut self, f: BrokerId) {
+        if let Some(mut flight) = self.fetch_request(f) {
+            self.fetch_at_leader(&mut flight);
+            self.fetch_response(flight);
+        }
+    }
+
+    /// The fetch follower `f` would send now, if it follows a leader it can reach.
+    fn fetch_request(&mut self, f: BrokerId) -> Option<FetchInFlight> {
         let follower = &self.brokers[f as usize];
         let Role::Follower {
             leader,
             leader_epoch,
         } = follower.role
         else {
-            return;
+            return None;
         };
-        if !follower.up || !self.brokers[leader as usize].up || !self.linked(f, leader) {
-            return;
+        if !follower.up {
+            return None;
         }
         let request = FetchRequest::new(
             f,
@@ -719,6 +755,24 @@ impl Sim {
             None if self.rng.chance(0.3) => 1 + self.rng.below(4) as usize,
             None => 1_000,
         };
+        Some(FetchInFlight {
+            follower: f,
+            incarnation: follower.incarnation,
+            leader,
+            request,
+            max_records,
+            answer: None,
+            at: self.tick,
+        })
+    }
+
+    /// The leader handles a fetch (Kafka's `Partition.fetchRecords` for a follower): where to
+    /// read, then the follower's new fetch state, ISR expansion and high watermark.
+    fn fetch_at_leader(&mut self, flight: &mut FetchInFlight) {
+        let (f, leader, request) = (flight.follower, flight.leader, flight.request);
+        if !self.brokers[leader as usize].up || !self.linked(f, leader) {
+            return;
+        }
         let now_ms = self.now_ms();
         let l = &mut self.brokers[leader as usize];
         let Role::Leader(state) = &mut l.role else {
@@ -733,33 +787,16 @@ impl Sim {
             0,
             leader_leo,
         );
-        match position {
-            Err(ReplicationError::OffsetOutOfRange { .. }) => {
-                let leader_end = leader_leo;
-                match out_of_range_truncation(0, leader_end, request.fetch_offset) {
-                    OutOfRangeTruncation::TruncateTo(offset)
-                    | OutOfRangeTruncation::TruncateFullyAndStartAt(offset) => {
-                        self.truncate(f, offset, "offset out of range");
-                    }
-                    OutOfRangeTruncation::FetchFrom(_) => {}
-                }
-            }
-            Err(_) => {}
-            Ok(FetchPosition::Diverging(diverging)) => {
-                self.stats.diverging_epochs += 1;
-                let follower = &self.brokers[f as usize];
-                let truncation = offset_truncation_state(
-                    diverging,
-                    &follower.log.cache,
-                    follower.log.log_end_offset(),
-                    request.fetch_offset,
-                );
-                self.log(|| format!("broker {f} fetch at {} epoch {:?}: diverging {diverging:?} → {truncation:?}", request.fetch_offset, request.last_fetched_epoch));
-                self.truncate(f, truncation.offset, "diverging epoch");
-            }
+        flight.answer = Some(match position {
+            Err(ReplicationError::OffsetOutOfRange { .. }) => FetchAnswer::OutOfRange {
+                leader_log_end_offset: leader_leo,
+            },
+            Err(_) => FetchAnswer::Error,
+            Ok(FetchPosition::Diverging(diverging)) => FetchAnswer::Diverging(diverging),
             Ok(FetchPosition::Read { fetch_offset }) => {
+                // The answer carries the high watermark from before this fetch moved it.
                 let high_watermark = state.high_watermark();
-                let records = l.log.read(fetch_offset, max_records);
+                let records = l.log.read(fetch_offset, flight.max_records);
                 let before = state.high_watermark();
                 let update = state.update_follower_fetch_state(
                     f,
@@ -769,27 +806,127 @@ impl Sim {
                     leader_leo,
                     now_ms,
                 );
-                let Ok(update) = update else {
-                    return;
-                };
-                assert!(
-                    state.high_watermark() >= before,
-                    "the leader's high watermark moved back"
-                );
-                l.log.high_watermark = state.high_watermark();
-                if let Some(request) = update.alter_partition {
-                    let delay = self.rng.below(self.options.alter_delay_ticks_max + 1);
-                    self.alters.push(InFlightAlter {
-                        broker: leader,
-                        incarnation: l.incarnation,
-                        request,
-                        deliver_at: self.tick + delay,
-                    });
+                match update {
+                    Err(_) => FetchAnswer::Error,
+                    Ok(update) => {
+                        assert!(
+                            state.high_watermark() >= before,
+                            "the leader's high watermark moved back"
+                        );
+                        l.log.high_watermark = state.high_watermark();
+                        if let Some(request) = update.alter_partition {
+                            let delay = self.rng.below(self.options.alter_delay_ticks_max + 1);
+                            self.alters.push(InFlightAlter {
+                                broker: leader,
+                                incarnation: l.incarnation,
+                                request,
+                                deliver_at: self.tick + delay,
+                            });
+                        }
+                        FetchAnswer::Records {
+                            fetch_offset,
+                            records,
+                            high_watermark,
+                        }
+                    }
                 }
+            }
+        });
+    }
+
+    /// The follower applies a fetch answer, if it still fetches from that leader in that epoch
+    /// at that offset (Kafka's fetcher drops answers that no longer match its fetch state).
+    fn fetch_response(&mut self, flight: FetchInFlight) {
+        let f = flight.follower;
+        let Some(answer) = flight.answer else {
+            return;
+        };
+        let follower = &self.brokers[f as usize];
+        let current = matches!(
+            follower.role,
+            Role::Follower { leader, leader_epoch }
+                if leader == flight.leader
+                    && leader_epoch == flight.request.current_leader_epoch
+        );
+        if !follower.up
+            || follower.incarnation != flight.incarnation
+            || !current
+            || follower.log.log_end_offset() != flight.request.fetch_offset
+            || !self.linked(f, flight.leader)
+        {
+            self.stats.stale_fetch_answers += 1;
+            return;
+        }
+        let request = flight.request;
+        match answer {
+            FetchAnswer::Error => {}
+            FetchAnswer::OutOfRange {
+                leader_log_end_offset,
+            } => match out_of_range_truncation(0, leader_log_end_offset, request.fetch_offset) {
+                OutOfRangeTruncation::TruncateTo(offset)
+                | OutOfRangeTruncation::TruncateFullyAndStartAt(offset) => {
+                    self.truncate(f, offset, "offset out of range");
+                }
+                OutOfRangeTruncation::FetchFrom(_) => {}
+            },
+            FetchAnswer::Diverging(diverging) => {
+                self.stats.diverging_epochs += 1;
+                let follower = &self.brokers[f as usize];
+                let truncation = offset_truncation_state(
+                    diverging,
+                    &follower.log.cache,
+                    follower.log.log_end_offset(),
+                    request.fetch_offset,
+                );
+                self.log(|| {
+                    format!(
+                        "broker {f} fetch at {} epoch {:?}: diverging {diverging:?} → {truncation:?}",
+                        request.fetch_offset, request.last_fetched_epoch
+                    )
+                });
+                self.truncate(f, truncation.offset, "diverging epoch");
+            }
+            FetchAnswer::Records {
+                fetch_offset,
+                records,
+                high_watermark,
+            } => {
                 let follower = &mut self.brokers[f as usize];
                 follower.log.append_as_follower(fetch_offset, &records);
                 let leo = follower.log.log_end_offset();
                 follower.log.high_watermark = follower_high_watermark(high_watermark, 0, leo);
+            }
+        }
+    }
+
+    /// Fetches on the wire: a follower sends one at a time; each leg takes 0 to
+    /// `network_delay_ticks_max` ticks.
+    fn fetch_round(&mut self) {
+        let o = self.options.clone();
+        for f in self.shuffled() {
+            let busy = self.fetches.iter().any(|flight| flight.follower == f);
+            if !busy && self.rng.chance(o.fetch_p) {
+                if let Some(mut flight) = self.fetch_request(f) {
+                    flight.at = self.tick + self.rng.below(o.network_delay_ticks_max + 1);
+                    self.fetches.push(flight);
+                }
+            }
+        }
+        let mut i = 0;
+        while i < self.fetches.len() {
+            if self.fetches[i].at > self.tick {
+                i += 1;
+                continue;
+            }
+            let mut flight = self.fetches.swap_remove(i);
+            if flight.answer.is_none() {
+                self.fetch_at_leader(&mut flight);
+                if flight.answer.is_some() {
+                    flight.at = self.tick + self.rng.below(o.network_delay_ticks_max + 1);
+                    self.fetches.push(flight);
+                }
+            } else {
+                self.fetch_response(flight);
             }
         }
     }
@@ -1017,12 +1154,14 @@ fn run_share(share: u64) {
         total.truncations += o.truncations;
         total.diverging_epochs += o.diverging_epochs;
         total.isr_changes += o.isr_changes;
+        total.stale_fetch_answers += o.stale_fetch_answers;
         ran += 1;
     }
     eprintln!(
         "replication share {share}: {ran} seeds in {:?}: {} records acknowledged, {} produces \
          refused NOT_ENOUGH_REPLICAS, {} NOT_ENOUGH_REPLICAS_AFTER_APPEND, {} leader epochs \
-         taken, {} crashes ({} lost a tail), {} diverging epochs, {} truncations, {} ISR changes",
+         taken, {} crashes ({} lost a tail), {} diverging epochs, {} truncations, {} ISR changes, \
+         {} stale fetch answers dropped",
         started.elapsed(),
         total.acknowledged,
         total.not_enough_replicas,
@@ -1032,7 +1171,8 @@ fn run_share(share: u64) {
         total.tails_lost,
         total.diverging_epochs,
         total.truncations,
-        total.isr_changes
+        total.isr_changes,
+        total.stale_fetch_answers
     );
 }
 
