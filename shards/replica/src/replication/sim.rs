@@ -30,14 +30,15 @@
 //! The checker catches a wrong truncation. Kept running: `the_simulation_detects_*` switch on
 //! a test-only wrong rule (`follower::BrokenTruncation`) and need a failing seed: pre-KIP-101
 //! (truncate to the high watermark on a leader change, fetch without the last fetched epoch)
-//! fails at seed 2, "ISR member 2 lost committed records"; pre-KIP-279 (truncate to the
+//! fails at seed 0, "ISR member 1 lost committed records"; pre-KIP-279 (truncate to the
 //! leader's end offset without looking up the follower's own end of that epoch) fails at seed
-//! 6: with Fetch v12 the follower is not corrupted but stuck re-fetching a diverging epoch, so
+//! 4: with Fetch v12 the follower is not corrupted but stuck re-fetching a diverging epoch, so
 //! the replicas never converge. Done once by hand on the real code and reverted (2026-12-01):
 //! truncating to the follower's high watermark instead of the epoch end offset on a diverging
-//! epoch fails seeds 10, 15, 25 and 36 ("ISR member … lost committed records") and all four
-//! scenario tests; taking the leader's end offset in `offset_truncation_state` fails seeds 6,
-//! 24, 71, 73 (no convergence) and `scenarios::kip279`.
+//! epoch fails seeds 3, 4, 5 and 6 first ("ISR member … lost committed records") and all four
+//! scenario tests; taking the leader's end offset in `offset_truncation_state` fails seeds 4,
+//! 27, 46 and 189 first (no convergence), `scenarios::kip279` and
+//! `tests::truncation_on_a_diverging_epoch`.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::panic::{catch_unwind, AssertUnwindSafe};
