@@ -263,6 +263,26 @@ impl LeaderState {
         maximal
     }
 
+    /// Whether `id` is in the maximal ISR (without building the set: this runs on every
+    /// follower fetch).
+    fn in_maximal_isr(&self, id: BrokerId) -> bool {
+        self.isr.contains(&id)
+            || self
+                .pending
+                .as_ref()
+                .is_some_and(|p| p.new_isr.iter().any(|&(member, _)| member == id))
+    }
+
+    fn maximal_isr_len(&self) -> usize {
+        let added = self.pending.as_ref().map_or(0, |p| {
+            p.new_isr
+                .iter()
+                .filter(|(member, _)| !self.isr.contains(member))
+                .count()
+        });
+        self.isr.len() + added
+    }
+
     /// The `AlterPartition` in flight, if any.
     pub fn pending_alter_partition(&self) -> Option<&AlterPartitionRequest> {
         self.pending.as_ref()
@@ -300,7 +320,7 @@ impl LeaderState {
     pub fn check_enough_replicas_reach_offset(&self, required_offset: i64) -> ProduceDecision {
         if self.high_watermark < required_offset {
             ProduceDecision::Pending
-        } else if self.config.min_insync_replicas <= self.maximal_isr().len() {
+        } else if self.config.min_insync_replicas <= self.maximal_isr_len() {
             ProduceDecision::Acknowledged
         } else {
             ProduceDecision::NotEnoughReplicasAfterAppend
@@ -550,12 +570,11 @@ impl LeaderState {
         if self.is_under_min_isr() {
             return false;
         }
-        let maximal = self.maximal_isr();
         let lag_max_ms = self.config.replica_lag_time_max_ms;
         let mut new_high_watermark = leader_log_end_offset;
         for (&id, replica) in &self.remote {
             if replica.log_end_offset < new_high_watermark
-                && (maximal.contains(&id)
+                && (self.in_maximal_isr(id)
                     || (replica.is_caught_up(leader_log_end_offset, now_ms, lag_max_ms)
                         && self.is_replica_isr_eligible(id)))
             {
