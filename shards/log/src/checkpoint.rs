@@ -58,12 +58,65 @@ pub(crate) async fn read_checkpoint(dir: &Path, name: &str) -> Option<i64> {
     parsed
 }
 
+/// Reads the whole file `name` in `dir` (at most `size_max_bytes`), `None` if it does not exist;
+/// unlike `read_checkpoint`, every other failure is an error for the caller to report.
+pub(crate) async fn read_checkpoint_bytes(
+    dir: &Path,
+    name: &str,
+    size_max_bytes: u64,
+) -> Result<Option<Vec<u8>>, LogError> {
+    let path = dir.join(name);
+    let file = match BufferedFile::open(&path).await {
+        Ok(file) => file,
+        Err(e) => {
+            let e: std::io::Error = e.into();
+            if e.kind() == std::io::ErrorKind::NotFound {
+                return Ok(None);
+            }
+            return Err(LogError::io(&path, e));
+        }
+    };
+    let data = async {
+        let size = file.file_size().await.map_err(|e| LogError::io(&path, e))?;
+        if size > size_max_bytes {
+            return Err(LogError::Corrupt {
+                path: path.clone(),
+                position: size_max_bytes,
+                reason: format!(
+                    "{size} bytes, more than the {size_max_bytes} a checkpoint may hold"
+                ),
+            });
+        }
+        read_exact(&file, &path, 0, size as usize).await
+    }
+    .await;
+    let _ = file.close().await;
+    data.map(|bytes| Some(bytes.to_vec()))
+}
+
 /// Replaces the checkpoint `name` in `dir` with `value`, durably.
 pub(crate) async fn write_checkpoint(
     dir: &Path,
     name: &str,
     writer: u64,
     value: i64,
+) -> Result<(), LogError> {
+    write_checkpoint_bytes(
+        dir,
+        name,
+        writer,
+        format!("{VERSION}\n{value}\n").into_bytes(),
+    )
+    .await
+}
+
+/// Replaces the file `name` in `dir` with `bytes`, durably: temp file, fdatasync, rename, then
+/// the directory is fsynced (shared by every checkpoint format, e.g. `leader-epoch-checkpoint`).
+pub(crate) async fn write_checkpoint_bytes(
+    dir: &Path,
+    name: &str,
+    writer: u64,
+    bytes: Vec<u8>,
 ) -> Result<(), LogError> {
     let tmp = dir.join(format!("{name}.{writer}.tmp"));
     let file = OpenOptions::new()
@@ -74,7 +127,7 @@ pub(crate) async fn write_checkpoint(
         .await
         .map_err(|e| LogError::io(&tmp, e))?;
     let written = async {
-        write_all(&file, &tmp, format!("{VERSION}\n{value}\n").into_bytes(), 0).await?;
+        write_all(&file, &tmp, bytes, 0).await?;
         file.fdatasync().await.map_err(|e| LogError::io(&tmp, e))
     }
     .await;

@@ -16,6 +16,7 @@ mod config;
 mod error;
 mod file_io;
 mod index;
+mod leader_epoch;
 mod loader;
 mod log;
 mod retention;
@@ -28,6 +29,10 @@ pub use config::{
     LogConfig, TimestampType, DEFAULT_MAX_MESSAGE_BYTES, DEFAULT_SEGMENT_INDEX_BYTES, SEVEN_DAYS_MS,
 };
 pub use error::LogError;
+pub use leader_epoch::{
+    EpochEntry, InvalidEpochEntry, LeaderEpochCheckpointFile, LeaderEpochFileCache,
+    LEADER_EPOCH_CHECKPOINT_FILE, UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET,
+};
 pub use log::{FetchDataInfo, Log, LogAppendInfo};
 
 #[cfg(test)]

@@ -11,6 +11,7 @@ mod error;
 mod partition;
 pub mod producer_state;
 mod replica_manager;
+pub mod replication;
 mod snapshot;
 mod topic_config;
 
