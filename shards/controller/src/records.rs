@@ -412,6 +412,7 @@ fn get_str(d: &mut Decoder) -> Result<String, ProtocolError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use sluice_protocol::golden::{check_golden, hex, unhex};
 
     fn samples() -> Vec<MetadataRecord> {
         let topic_id = Uuid::from_u128(0x1234_5678_9abc_def0_1122_3344_5566_7788);
@@ -521,24 +522,6 @@ mod tests {
             buf.push(0);
             assert!(MetadataRecord::decode(&buf).is_err());
         }
-    }
-
-    fn hex(bytes: &[u8]) -> String {
-        bytes.iter().map(|b| format!("{b:02x}")).collect()
-    }
-
-    fn unhex(line: &str) -> Vec<u8> {
-        (0..line.len())
-            .step_by(2)
-            .map(|i| u8::from_str_radix(&line[i..i + 2], 16).unwrap())
-            .collect()
-    }
-
-    /// Compares `actual` (one hex line per sample) with the golden file `name`, whose bytes were
-    /// captured once and must not change.
-    fn check_golden(name: &str, golden: &str, actual: &[String]) {
-        let golden: Vec<&str> = golden.lines().collect();
-        assert_eq!(actual, golden.as_slice(), "{name}: the bytes changed");
     }
 
     /// The encodings of `samples()` and of their entry, captured from the encoder that

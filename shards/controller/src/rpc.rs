@@ -803,6 +803,7 @@ wire_tagged! {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use sluice_protocol::golden::{check_golden, hex, unhex};
 
     /// A tiny seeded generator (SplitMix64), so the fuzz loop is reproducible.
     struct SplitMix64(u64);
@@ -1414,24 +1415,6 @@ mod tests {
             let noise: Vec<u8> = (0..random.below(64)).map(|_| random.next() as u8).collect();
             decode_both_ways(&noise);
         }
-    }
-
-    fn hex(bytes: &[u8]) -> String {
-        bytes.iter().map(|b| format!("{b:02x}")).collect()
-    }
-
-    fn unhex(line: &str) -> Vec<u8> {
-        (0..line.len())
-            .step_by(2)
-            .map(|i| u8::from_str_radix(&line[i..i + 2], 16).unwrap())
-            .collect()
-    }
-
-    /// Compares `actual` (one hex line per sample) with the golden file `name`, whose bytes were
-    /// captured once and must not change.
-    fn check_golden(name: &str, golden: &str, actual: &[String]) {
-        let golden: Vec<&str> = golden.lines().collect();
-        assert_eq!(actual, golden.as_slice(), "{name}: the bytes changed");
     }
 
     /// Every sample frame, captured from the encoder that predates the shared codec: the

@@ -304,6 +304,7 @@ fn decode_member(r: &mut Decoder, version: i16) -> Result<StoredMember, Protocol
 #[cfg(test)]
 mod tests {
     use super::*;
+    use sluice_protocol::golden::{check_golden, hex, unhex};
 
     #[test]
     fn offset_commit_round_trips_in_kafkas_layout() {
@@ -417,24 +418,6 @@ mod tests {
                 i64::from(i32::MAX)
             )))
         );
-    }
-
-    fn hex(bytes: &[u8]) -> String {
-        bytes.iter().map(|b| format!("{b:02x}")).collect()
-    }
-
-    fn unhex(line: &str) -> Vec<u8> {
-        (0..line.len())
-            .step_by(2)
-            .map(|i| u8::from_str_radix(&line[i..i + 2], 16).unwrap())
-            .collect()
-    }
-
-    /// Compares `actual` (one hex line per sample) with the golden file `name`, whose bytes were
-    /// captured once and must not change.
-    fn check_golden(name: &str, golden: &str, actual: &[String]) {
-        let golden: Vec<&str> = golden.lines().collect();
-        assert_eq!(actual, golden.as_slice(), "{name}: the bytes changed");
     }
 
     fn samples() -> Vec<OffsetsRecord> {

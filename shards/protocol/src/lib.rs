@@ -28,6 +28,8 @@ pub mod apis;
 pub mod codec;
 pub mod error;
 pub mod frame;
+#[doc(hidden)]
+pub mod golden;
 pub mod header;
 pub mod messages;
 pub mod record_batch;

@@ -144,6 +144,7 @@ pub fn decode_hard_state(bytes: &[u8]) -> Result<HardState> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use sluice_protocol::golden::{check_golden, hex, unhex};
 
     fn entry(term: u64, index: u64, data: &[u8]) -> Entry {
         Entry {
@@ -225,24 +226,6 @@ mod tests {
             assert!(decode_hard_state(&corrupt).is_err(), "flip at {flip}");
         }
         assert!(decode_hard_state(&bytes[..bytes.len() - 1]).is_err());
-    }
-
-    fn hex(bytes: &[u8]) -> String {
-        bytes.iter().map(|b| format!("{b:02x}")).collect()
-    }
-
-    fn unhex(line: &str) -> Vec<u8> {
-        (0..line.len())
-            .step_by(2)
-            .map(|i| u8::from_str_radix(&line[i..i + 2], 16).unwrap())
-            .collect()
-    }
-
-    /// Compares `actual` (one hex line per sample) with the golden file `name`, whose bytes were
-    /// captured once and must not change.
-    fn check_golden(name: &str, golden: &str, actual: &[String]) {
-        let golden: Vec<&str> = golden.lines().collect();
-        assert_eq!(actual, golden.as_slice(), "{name}: the bytes changed");
     }
 
     /// A log of four entries (every entry type raft-rs writes, empty and non-empty data) and a

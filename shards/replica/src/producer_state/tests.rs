@@ -1,4 +1,5 @@
 use super::*;
+use sluice_protocol::golden::{check_golden, hex, unhex};
 use sluice_protocol::record_batch::{parse_header, RecordBatchBuilder};
 
 const HOUR: i64 = 3_600_000;
@@ -273,24 +274,6 @@ fn snapshots_round_trip_and_reject_corruption() {
             "flip at {i}"
         );
     }
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
-fn unhex(line: &str) -> Vec<u8> {
-    (0..line.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(&line[i..i + 2], 16).unwrap())
-        .collect()
-}
-
-/// Compares `actual` (one hex line per sample) with the golden file `name`, whose bytes were
-/// captured once and must not change.
-fn check_golden(name: &str, golden: &str, actual: &[String]) {
-    let golden: Vec<&str> = golden.lines().collect();
-    assert_eq!(actual, golden.as_slice(), "{name}: the bytes changed");
 }
 
 /// A snapshot of two producers (one with its full five batches, one after an epoch bump),
