@@ -199,6 +199,9 @@ pub struct BrokerConfig {
     pub num_partitions: i32,
     /// `default.replication.factor`.
     pub default_replication_factor: i16,
+    /// `min.insync.replicas`: the broker default of the topic config (acks=all needs this many
+    /// in-sync replicas).
+    pub min_insync_replicas: i32,
     /// `auto.create.topics.enable`.
     pub auto_create_topics_enable: bool,
     /// `delete.topic.enable`.
@@ -367,6 +370,7 @@ impl BrokerConfig {
             log_flush_interval_ms: None,
             num_partitions: 1,
             default_replication_factor: 1,
+            min_insync_replicas: 1,
             auto_create_topics_enable: true,
             delete_topic_enable: true,
             producer_id_expiration_ms: 86_400_000,

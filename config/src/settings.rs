@@ -285,6 +285,14 @@ pub static SETTINGS: &[Setting] = &[
         },
     },
     Setting {
+        name: "min.insync.replicas",
+        doc: "Default for topics: the in-sync replicas an acks=all produce needs.",
+        apply: |c, v| {
+            c.min_insync_replicas = int_in(v, 1, i32::MAX as i64)? as i32;
+            Ok(())
+        },
+    },
+    Setting {
         name: "auto.create.topics.enable",
         doc: "Create a topic when Metadata or Produce names one that does not exist.",
         apply: |c, v| {

@@ -282,6 +282,7 @@ impl BrokerConfig {
             "segment.ms" => Some(self.log_roll_ms.to_string()),
             "retention.ms" => Some(self.log_retention_ms.to_string()),
             "retention.bytes" => Some(self.log_retention_bytes.to_string()),
+            "min.insync.replicas" => Some(self.min_insync_replicas.to_string()),
             "message.timestamp.type" => Some(self.log_message_timestamp_type.clone()),
             "message.timestamp.before.max.ms" => {
                 Some(self.log_message_timestamp_before_max_ms.to_string())
@@ -421,6 +422,7 @@ fn broker_setting_value(c: &BrokerConfig, name: &str) -> (Option<String>, Config
         }
         "num.partitions" => (s(c.num_partitions.to_string()), Int),
         "default.replication.factor" => (s(c.default_replication_factor.to_string()), Int),
+        "min.insync.replicas" => (s(c.min_insync_replicas.to_string()), Int),
         "auto.create.topics.enable" => (s(c.auto_create_topics_enable.to_string()), Boolean),
         "delete.topic.enable" => (s(c.delete_topic_enable.to_string()), Boolean),
         "producer.id.expiration.ms" => (s(c.producer_id_expiration_ms.to_string()), Int),

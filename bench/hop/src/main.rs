@@ -27,7 +27,9 @@ use glommio::{ExecutorJoinHandle, LocalExecutorBuilder, Placement};
 use sluice_config::BrokerConfig;
 use sluice_protocol::Uuid;
 use sluice_replica::{LogAppendInfo, TopicIdPartition};
-use sluice_shard::{MeshBuilders, ProduceWork, ShardId, ShardMesh, ShardMessage, ShardReceivers};
+use sluice_shard::{
+    MeshBuilders, ProducePartition, ProduceWork, ShardId, ShardMesh, ShardMessage, ShardReceivers,
+};
 
 type Result<T> = std::result::Result<T, Box<dyn Error>>;
 
@@ -239,7 +241,12 @@ async fn hop(mesh: &ShardMesh, payload: &Payload) -> std::result::Result<(), Str
     let partitions = payload
         .partitions
         .iter()
-        .map(|tp| (*tp, payload.batch.clone()))
+        .map(|tp| ProducePartition {
+            tp: *tp,
+            records: payload.batch.clone(),
+            required_acks: 1,
+            timeout_ms: 30_000,
+        })
         .collect();
     let work = ProduceWork { partitions, reply };
     mesh.send_to_shard(PEER, ShardMessage::Produce(work))
@@ -369,14 +376,14 @@ async fn answer(message: ShardMessage) {
         let results = work
             .partitions
             .iter()
-            .map(|(_, batch)| {
+            .map(|p| {
                 Ok(LogAppendInfo {
                     first_offset: 0,
                     last_offset: 0,
                     max_timestamp: -1,
                     log_append_time_ms: -1,
                     log_start_offset: 0,
-                    bytes: batch.len(),
+                    bytes: p.records.len(),
                 })
             })
             .collect();

@@ -28,6 +28,24 @@ pub enum ReplicaError {
     /// An idempotent producer's batch was refused (stale epoch, sequence gap, bad sequence).
     #[error(transparent)]
     Producer(#[from] ProducerStateError),
+    /// This broker does not lead the partition (or not yet: its role is being applied).
+    #[error("not the leader of this partition")]
+    NotLeaderOrFollower,
+    /// A replication rule refused the request (leader epoch, min.insync.replicas, a fetch
+    /// from a replica that is not one).
+    #[error(transparent)]
+    Replication(#[from] crate::replication::ReplicationError),
+    /// acks=all: the records were appended, but the ISR shrank below min.insync.replicas
+    /// before they were replicated.
+    #[error("the ISR shrank below min.insync.replicas after the append")]
+    NotEnoughReplicasAfterAppend,
+    /// acks=all: the in-sync replicas did not all have the records within the request's
+    /// timeout.
+    #[error("the in-sync replicas did not replicate the records in time")]
+    RequestTimedOut,
+    /// The leader-epoch cache refused an epoch (it would go back in history).
+    #[error("invalid leader epoch: {0}")]
+    InvalidEpoch(String),
     /// A retried batch matched a first attempt that was still being written, and that write
     /// failed (the log stopped): the retry is not acknowledged.
     #[error("the first attempt of this retried batch failed")]

@@ -14,6 +14,7 @@ const TAIL_CACHE_BYTES_PER_PARTITION_MAX: usize = 4 << 20;
 
 /// The partitions this shard hosts. One per shard; never shared across threads.
 pub struct ReplicaManager {
+    local_broker_id: i32,
     data_dir: PathBuf,
     log_config: LogConfig,
     tail_cache_budget_bytes: usize,
@@ -25,14 +26,17 @@ pub struct ReplicaManager {
 }
 
 impl ReplicaManager {
-    /// A manager storing partition directories under `data_dir`, whose partitions share
+    /// A manager for broker `local_broker_id` storing partition directories under `data_dir`,
+    /// whose partitions share
     /// `tail_cache_budget_bytes` of in-memory tail cache.
     pub fn new(
+        local_broker_id: i32,
         data_dir: PathBuf,
         log_config: LogConfig,
         tail_cache_budget_bytes: usize,
     ) -> ReplicaManager {
         ReplicaManager {
+            local_broker_id,
             data_dir,
             log_config,
             tail_cache_budget_bytes,
@@ -67,14 +71,13 @@ impl ReplicaManager {
         self.partitions.borrow().values().cloned().collect()
     }
 
-    /// Opens (recovering) or creates the partition's log and makes this shard its leader; the
-    /// topic's config overrides (`configs`, Kafka's names) are applied to its log config.
-    /// Idempotent: a partition already hosted keeps its log and takes the new epoch.
-    pub async fn make_leader(
+    /// Opens (recovering) or creates the partition's log, with the topic's config overrides
+    /// (`configs`, Kafka's names) applied to its log config; its role (leader or follower) is
+    /// given next, by the caller. Idempotent: a partition already hosted is returned as is.
+    pub async fn open_partition(
         &self,
         tp: TopicIdPartition,
         topic: &str,
-        leader_epoch: i32,
         configs: &BTreeMap<String, String>,
     ) -> Result<Rc<Partition>, ReplicaError> {
         if let Some(existing) = self.get(&tp) {
@@ -87,7 +90,7 @@ impl ReplicaManager {
             tp,
             Rc::from(topic),
             log,
-            leader_epoch,
+            self.local_broker_id,
             dir,
             self.producer_id_expiration_ms,
         ));

@@ -43,6 +43,11 @@ pub fn replica_error_code(error: &ReplicaError) -> ErrorCode {
         // Retriable for the client: the retry is written anew or finds the log failed.
         ReplicaError::DuplicateOfFailedAppend => ErrorCode::KAFKA_STORAGE_ERROR,
         ReplicaError::Producer(error) => producer_error_code(error),
+        ReplicaError::NotLeaderOrFollower => ErrorCode::NOT_LEADER_OR_FOLLOWER,
+        ReplicaError::Replication(error) => error.error_code(),
+        ReplicaError::NotEnoughReplicasAfterAppend => ErrorCode::NOT_ENOUGH_REPLICAS_AFTER_APPEND,
+        ReplicaError::RequestTimedOut => ErrorCode::REQUEST_TIMED_OUT,
+        ReplicaError::InvalidEpoch(_) => ErrorCode::KAFKA_STORAGE_ERROR,
     }
 }
 

@@ -46,6 +46,9 @@ const GROUP_TICK: Duration = Duration::from_millis(50);
 const GROUP_IDLE_TICK: Duration = Duration::from_secs(5);
 /// Bytes read per step while loading a partition of `__consumer_offsets`.
 const LOAD_READ_BYTES: usize = 1 << 20;
+/// Kafka's `offsets.commit.timeout.ms` default: how long a commit waits for the in-sync
+/// replicas of its `__consumer_offsets` partition.
+const OFFSETS_COMMIT_TIMEOUT: Duration = Duration::from_millis(5_000);
 
 /// The group coordinator of one shard.
 #[derive(Default)]
@@ -230,8 +233,17 @@ impl GroupManager {
             let value = record.encode_value();
             builder = builder.record(Some(&key), value.as_deref());
         }
-        match log.append_records_to_leader(&builder.build()).await {
-            Ok(_) => true,
+        // As Kafka's coordinator (offsets.commit.required.acks -1): a commit is answered once
+        // the in-sync replicas of its __consumer_offsets partition hold it.
+        let appended = match log.append_records_to_leader(&builder.build(), -1).await {
+            Ok(info) => {
+                log.wait_for_replication(info.last_offset, OFFSETS_COMMIT_TIMEOUT)
+                    .await
+            }
+            Err(error) => Err(error),
+        };
+        match appended {
+            Ok(()) => true,
             Err(error) => {
                 error!(partition, %error, "cannot write to __consumer_offsets");
                 false
@@ -356,7 +368,7 @@ impl GroupManager {
         let end = log.high_watermark();
         let mut records = 0usize;
         while offset < end {
-            let data = match log.read_records(offset, LOAD_READ_BYTES, true).await {
+            let data = match log.read_records(offset, LOAD_READ_BYTES, true, -1).await {
                 Ok(data) => data,
                 Err(error) => {
                     error!(partition, offset, %error, "cannot read __consumer_offsets; loading stops here");

@@ -20,9 +20,11 @@ mod log_manager;
 pub mod metrics;
 mod producer_ids;
 mod pump;
+mod replication;
 mod router;
 mod shard_core;
 mod socket_io;
+mod standin;
 mod util;
 
 use std::rc::Rc;
@@ -128,6 +130,7 @@ async fn serve(start: ShardStart) -> Result<(), String> {
         "one mesh peer per data shard"
     );
     let replicas = ReplicaManager::new(
+        config.node_id,
         config.log_dirs.clone(),
         log_config(&config),
         config.sluice_shard_tail_cache_bytes,
@@ -181,6 +184,7 @@ async fn serve_clients(
     events: &mpsc::Sender<ShardEvent>,
 ) -> Result<(), String> {
     log_manager::spawn_producer_expiry(&ctx.core);
+    replication::spawn_isr_expiration(ctx.core.clone());
     ctx.groups.spawn_timers(&ctx.core);
     let listener_config = config
         .listeners

@@ -4,44 +4,54 @@
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
-use bytes::Bytes;
 use sluice_protocol::messages::list_offsets::{
     EARLIEST_LOCAL_TIMESTAMP, EARLIEST_PENDING_UPLOAD_TIMESTAMP, EARLIEST_TIMESTAMP,
     LATEST_TIERED_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP,
 };
 use sluice_replica::{
-    log_config_with_overrides, ActiveProducer, FetchPartitionData, LogAppendInfo,
-    OffsetAndTimestamp, PartitionLogDirInfo, ReplicaError, TopicIdPartition,
+    log_config_with_overrides, ActiveProducer, FetchPartitionData, FollowerFetchRequest,
+    LogAppendInfo, OffsetAndTimestamp, PartitionLogDirInfo, ReplicaError, TopicIdPartition,
 };
-use sluice_shard::{FetchPartitionRequest, MetadataImage};
+use sluice_shard::{FetchPartitionRequest, MetadataImage, ProducePartition, WaitFor};
 use tracing::{error, info};
 
 use crate::context::ShardContext;
+use crate::replication;
 use crate::util::{join_all, race_any};
 
-/// Appends to each partition; partitions proceed concurrently, each in call order.
+/// Appends to each partition; partitions proceed concurrently, each in call order. acks=all
+/// answers once the partition's in-sync replicas hold the records (Kafka's `DelayedProduce`).
 pub async fn produce(
     ctx: &ShardContext,
-    partitions: Vec<(TopicIdPartition, Bytes)>,
+    partitions: Vec<ProducePartition>,
 ) -> Vec<Result<LogAppendInfo, ReplicaError>> {
-    let appends = partitions.into_iter().map(|(tp, records)| async move {
+    let appends = partitions.into_iter().map(|p| async move {
         let partition = ctx
             .replicas
-            .get(&tp)
+            .get(&p.tp)
             .ok_or(ReplicaError::UnknownTopicOrPartition)?;
-        let appended = partition.append_records_to_leader(&records).await;
-        if let (Some(metrics), Ok(info)) = (&ctx.metrics, &appended) {
+        let info = partition
+            .append_records_to_leader(&p.records, p.required_acks)
+            .await?;
+        if let Some(metrics) = &ctx.metrics {
             let messages = (info.last_offset - info.first_offset + 1).max(0) as u64;
-            metrics.appended(&partition.topic, records.len(), messages);
+            metrics.appended(&partition.topic, p.records.len(), messages);
         }
-        appended
+        if p.required_acks == -1 {
+            let timeout = Duration::from_millis(p.timeout_ms.max(0) as u64);
+            partition
+                .wait_for_replication(info.last_offset, timeout)
+                .await?;
+        }
+        Ok(info)
     });
     join_all(appends.collect()).await
 }
 
-/// Reads from each partition.
+/// Reads from each partition: a consumer up to the high watermark, a follower up to the log
+/// end (its fetch also counts towards the high watermark and the ISR).
 pub async fn fetch(
     ctx: &ShardContext,
     partitions: Vec<FetchPartitionRequest>,
@@ -51,31 +61,59 @@ pub async fn fetch(
             .replicas
             .get(&request.tp)
             .ok_or(ReplicaError::UnknownTopicOrPartition)?;
-        partition
-            .read_records(
-                request.fetch_offset,
-                request.max_bytes,
-                request.min_one_message,
-            )
-            .await
+        let Some(replica) = request.replica else {
+            return partition
+                .read_records(
+                    request.fetch_offset,
+                    request.max_bytes,
+                    request.min_one_message,
+                    request.current_leader_epoch,
+                )
+                .await;
+        };
+        let result = partition
+            .fetch_for_follower(FollowerFetchRequest {
+                replica_id: replica.replica_id,
+                broker_epoch: replica.broker_epoch,
+                fetch_offset: request.fetch_offset,
+                last_fetched_epoch: replica.last_fetched_epoch,
+                current_leader_epoch: request.current_leader_epoch,
+                log_start_offset: replica.log_start_offset,
+                max_bytes: request.max_bytes,
+            })
+            .await?;
+        if let Some(alter) = result.alter_partition {
+            replication::send_alter_partition(&ctx.core, partition.clone(), alter);
+        }
+        Ok(FetchPartitionData {
+            records: result.records,
+            high_watermark: result.high_watermark,
+            log_start_offset: result.log_start_offset,
+            diverging_epoch: result.diverging_epoch,
+        })
     });
     join_all(reads.collect()).await
 }
 
-/// Resolves when any listed partition has data past its offset, or at `deadline`.
+/// Resolves when any listed partition passes what its fetch waits for, or at `deadline`.
 pub async fn wait_for_append(
     ctx: &ShardContext,
-    partitions: &[(TopicIdPartition, i64)],
+    partitions: &[(TopicIdPartition, WaitFor)],
     deadline: Instant,
 ) {
     let mut waits: Vec<Pin<Box<dyn Future<Output = ()> + '_>>> =
         Vec::with_capacity(partitions.len() + 1);
-    for (tp, offset) in partitions {
+    for (tp, wait_for) in partitions {
         if let Some(partition) = ctx.replicas.get(tp) {
-            let offset = *offset;
-            waits.push(Box::pin(
-                async move { partition.wait_for_append(offset).await },
-            ));
+            let wait_for = *wait_for;
+            waits.push(Box::pin(async move {
+                match wait_for {
+                    WaitFor::HighWatermarkBeyond(offset) => {
+                        partition.wait_for_high_watermark(offset).await
+                    }
+                    WaitFor::LogEndBeyond(offset) => partition.wait_for_log_end(offset).await,
+                }
+            }));
         }
     }
     let timeout = deadline.saturating_duration_since(Instant::now());
@@ -186,14 +224,9 @@ pub async fn apply_metadata(ctx: &ShardContext, image: Arc<MetadataImage>) {
         let Some(topic) = image.topic_by_id(&tp.topic_id) else {
             continue;
         };
-        let epoch = topic
-            .partitions
-            .get(tp.partition as usize)
-            .map(|p| p.leader_epoch)
-            .unwrap_or(0);
         if let Err(error) = ctx
             .replicas
-            .make_leader(tp, &topic.name, epoch, &topic.configs)
+            .open_partition(tp, &topic.name, &topic.configs)
             .await
         {
             error!(topic = %topic.name, partition = tp.partition, %error, "cannot open partition log");
@@ -224,6 +257,7 @@ pub async fn apply_metadata(ctx: &ShardContext, image: Arc<MetadataImage>) {
                 .update_config(&partition.tp, &topic.configs, log_config);
         }
     }
+    replication::apply_roles(&ctx.core, &image).await;
     ctx.groups.on_metadata(&ctx.core, &image);
     ctx.set_image(image);
     ctx.metadata_ready.trigger();

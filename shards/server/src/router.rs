@@ -5,7 +5,6 @@ use std::collections::BTreeMap;
 use std::future::Future;
 use std::time::Instant;
 
-use bytes::Bytes;
 use futures_channel::oneshot;
 use sluice_replica::{
     ActiveProducer, FetchPartitionData, LogAppendInfo, OffsetAndTimestamp, PartitionLogDirInfo,
@@ -13,7 +12,8 @@ use sluice_replica::{
 };
 use sluice_shard::{
     DeleteRecordsWork, DescribeLogDirsWork, DescribeProducersWork, FetchPartitionRequest,
-    FetchWork, ListOffsetsWork, ProduceWork, Reply, ShardId, ShardMessage, WaitForAppendWork,
+    FetchWork, ListOffsetsWork, ProducePartition, ProduceWork, Reply, ShardId, ShardMessage,
+    WaitFor, WaitForAppendWork,
 };
 use tracing::warn;
 
@@ -31,7 +31,7 @@ type GroupRun<'c, O> =
 /// Appends batches, each to its owner shard. Results come back in input order.
 pub async fn produce(
     ctx: &ShardContext,
-    items: Vec<(ShardId, (TopicIdPartition, Bytes))>,
+    items: Vec<(ShardId, ProducePartition)>,
 ) -> Vec<Result<LogAppendInfo, PartitionError>> {
     fan_out(ctx, items, local::produce, |partitions, reply| {
         ShardMessage::Produce(ProduceWork { partitions, reply })
@@ -113,10 +113,10 @@ pub async fn describe_producers(
 /// the deadline.
 pub async fn wait_for_append(
     ctx: &ShardContext,
-    items: Vec<(ShardId, (TopicIdPartition, i64))>,
+    items: Vec<(ShardId, (TopicIdPartition, WaitFor))>,
     deadline: Instant,
 ) {
-    let mut by_shard: BTreeMap<ShardId, Vec<(TopicIdPartition, i64)>> = BTreeMap::new();
+    let mut by_shard: BTreeMap<ShardId, Vec<(TopicIdPartition, WaitFor)>> = BTreeMap::new();
     for (shard, item) in items {
         by_shard.entry(shard).or_default().push(item);
     }

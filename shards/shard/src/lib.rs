@@ -36,8 +36,8 @@ pub use mesh::{
 pub use message::{
     ConnectionHandoff, ControllerMessage, CreatePartitionsWork, CreateTopicsWork, CreatedTopic,
     DeleteTopicsWork, DeletedTopic, FetchPartitionRequest, FetchWork, ListOffsetsWork,
-    MetadataError, NewPartitions, NewTopic, ProduceWork, Reply, ShardMessage, TopicRef,
-    WaitForAppendWork,
+    MetadataError, NewPartitions, NewTopic, ProducePartition, ProduceWork, ReplicaFetch, Reply,
+    ShardMessage, TopicRef, WaitFor, WaitForAppendWork,
 };
 pub use partition_work::{DeleteRecordsWork, DescribeLogDirsWork, DescribeProducersWork};
 pub use producer_ids::{AllocateProducerIdsWork, ProducerIdBlock, PRODUCER_ID_BLOCK_SIZE};

@@ -86,10 +86,23 @@ pub struct ConnectionHandoff {
 
 /// Validated batches for partitions of one shard.
 pub struct ProduceWork {
-    /// One entry per partition: the batches (a zero-copy slice of the request frame).
-    pub partitions: Vec<(TopicIdPartition, Bytes)>,
+    /// One entry per partition.
+    pub partitions: Vec<ProducePartition>,
     /// Results in the same order.
     pub reply: Reply<Vec<Result<LogAppendInfo, ReplicaError>>>,
+}
+
+/// One partition of a produce.
+#[derive(Clone, Debug)]
+pub struct ProducePartition {
+    /// The partition.
+    pub tp: TopicIdPartition,
+    /// The batches (a zero-copy slice of the request frame).
+    pub records: Bytes,
+    /// The request's `acks`: -1 waits until the in-sync replicas have the records.
+    pub required_acks: i16,
+    /// The request's `timeout_ms`: how long acks=-1 waits for the in-sync replicas.
+    pub timeout_ms: i32,
 }
 
 /// One partition of a fetch.
@@ -103,6 +116,32 @@ pub struct FetchPartitionRequest {
     pub max_bytes: usize,
     /// Return at least one whole batch even when larger than `max_bytes`.
     pub min_one_message: bool,
+    /// The leader epoch the fetcher believes current (-1: it did not say).
+    pub current_leader_epoch: i32,
+    /// A follower's fetch (Kafka's `ReplicaState`), `None` for a consumer.
+    pub replica: Option<ReplicaFetch>,
+}
+
+/// What a follower's fetch adds to a partition's read: who it is and what its log holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ReplicaFetch {
+    /// The follower's broker id.
+    pub replica_id: i32,
+    /// The follower's broker epoch (KIP-903; -1 when not sent).
+    pub broker_epoch: i64,
+    /// The epoch of the follower's last record, `None` when it has none (or before v12).
+    pub last_fetched_epoch: Option<i32>,
+    /// The follower's log start offset.
+    pub log_start_offset: i64,
+}
+
+/// What a long-polling fetch waits for on a partition.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WaitFor {
+    /// A consumer: the high watermark passes this offset.
+    HighWatermarkBeyond(i64),
+    /// A follower: the leader's log end passes this offset.
+    LogEndBeyond(i64),
 }
 
 /// Reads for partitions of one shard.
@@ -115,8 +154,8 @@ pub struct FetchWork {
 
 /// A fetch waiting for data.
 pub struct WaitForAppendWork {
-    /// Partitions and the offset each one's fetch is at.
-    pub partitions: Vec<(TopicIdPartition, i64)>,
+    /// Partitions and what each one's fetch waits for.
+    pub partitions: Vec<(TopicIdPartition, WaitFor)>,
     /// Give up at this time.
     pub deadline: Instant,
     /// Fired on the first append (or the deadline).

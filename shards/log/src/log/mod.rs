@@ -20,6 +20,7 @@ mod checkpoints;
 mod flush;
 mod log_start;
 mod read;
+mod standin;
 mod timestamps;
 
 use std::cell::{Cell, RefCell};

@@ -228,6 +228,11 @@ impl LeaderState {
         self.maybe_increment_leader_hw(leader_log_end_offset, now_ms)
     }
 
+    /// The topic's `min.insync.replicas` or the broker's `replica.lag.time.max.ms` changed.
+    pub fn set_config(&mut self, config: ReplicationConfig) {
+        self.config = config;
+    }
+
     /// The metadata image's alive, unfenced brokers and their epochs changed.
     pub fn update_alive_brokers(&mut self, alive_broker_epochs: BTreeMap<BrokerId, i64>) {
         self.alive_broker_epochs = alive_broker_epochs;

@@ -8,7 +8,12 @@
 //! From v13 topics are named by id; an id this broker does not know is UNKNOWN_TOPIC_ID, as in
 //! Kafka. v18 only adds the follower's `high_watermark` (KIP-1166), a replication field: a
 //! consumer leaves it at its default (not sent) and Kafka reads it only from a replica, so a
-//! consumer's v18 fetch is served exactly as v17. Replica fetches are not served at any version.
+//! consumer's v18 fetch is served exactly as v17.
+//!
+//! A follower's fetch (a replica id, from v15 in `ReplicaState` with its broker epoch) is served
+//! here too, as Kafka serves it: read up to the leader's log end instead of the high watermark,
+//! answered with a diverging epoch when the follower's log has records the leader's lacks
+//! (KIP-320), and counted towards the high watermark and the ISR on the partition's shard.
 
 use std::time::{Duration, Instant};
 
@@ -19,7 +24,9 @@ use sluice_protocol::messages::fetch::{
     self as msg, FetchRequest, FetchResponse, FetchableTopicResponse, PartitionData,
 };
 use sluice_replica::FetchPartitionData;
-use sluice_shard::{FetchPartitionRequest, MetadataImage, ShardId, TopicImage};
+use sluice_shard::{
+    FetchPartitionRequest, MetadataImage, ReplicaFetch, ShardId, TopicImage, WaitFor,
+};
 
 use crate::context::ShardContext;
 use crate::error::PartitionError;
@@ -42,26 +49,19 @@ struct Wanted {
     route: Result<(ShardId, FetchPartitionRequest), ErrorCode>,
 }
 
-/// Answers Fetch. An `Err` (a follower fetch, not served yet) closes the connection.
+/// Answers Fetch. (An `Err` closes the connection; no fetch gets one today.)
 pub async fn handle(
     ctx: &ShardContext,
     version: i16,
     request: FetchRequest,
 ) -> Result<FetchResponse, &'static str> {
-    let replica_id = if version >= 15 {
-        request.replica_state.replica_id
-    } else {
-        request.replica_id
-    };
-    if replica_id >= 0 {
-        return Err("replica fetches are not served until replication exists");
-    }
     if request.session_id != 0 {
         return Ok(top_level_error(ErrorCode::FETCH_SESSION_ID_NOT_FOUND));
     }
     let image = ctx.image();
     let share = partition_share(&request);
-    let wanted = resolve(&image, version, &request, share);
+    let replica = replica_of(version, &request);
+    let wanted = resolve(&image, version, &request, share, replica);
     let results = long_poll(ctx, &request, &wanted).await;
     let response = build_response(&image, version, &request, &wanted, results);
     if let Some(metrics) = &ctx.metrics {
@@ -80,11 +80,26 @@ fn partition_share(request: &FetchRequest) -> usize {
     (max_bytes / partitions.max(1)).max(SHARE_BYTES_MIN)
 }
 
+/// The follower a fetch comes from (`None` for a consumer: replica id -1, or -2 for Kafka's
+/// debugging consumer), with its broker epoch (-1 before v15, which did not send one).
+fn replica_of(version: i16, request: &FetchRequest) -> Option<(i32, i64)> {
+    let (replica_id, broker_epoch) = if version >= 15 {
+        (
+            request.replica_state.replica_id,
+            request.replica_state.replica_epoch,
+        )
+    } else {
+        (request.replica_id, -1)
+    };
+    (replica_id >= 0).then_some((replica_id, broker_epoch))
+}
+
 fn resolve(
     image: &MetadataImage,
     version: i16,
     request: &FetchRequest,
     share: usize,
+    replica: Option<(i32, i64)>,
 ) -> Vec<Wanted> {
     let mut wanted = Vec::new();
     for (topic_index, topic) in request.topics.iter().enumerate() {
@@ -108,6 +123,14 @@ fn resolve(
                         fetch_offset: p.fetch_offset,
                         max_bytes: max_bytes.min(share),
                         min_one_message: true,
+                        current_leader_epoch: p.current_leader_epoch,
+                        replica: replica.map(|(replica_id, broker_epoch)| ReplicaFetch {
+                            replica_id,
+                            broker_epoch,
+                            last_fetched_epoch: (p.last_fetched_epoch >= 0)
+                                .then_some(p.last_fetched_epoch),
+                            log_start_offset: p.log_start_offset,
+                        }),
                     },
                 ))
             });
@@ -155,8 +178,12 @@ async fn long_poll(
         // As Kafka's ReplicaManager: answer at once when there is nothing to wait for (no
         // partitions, as in the fetch that closes a session when a consumer closes) or a
         // partition is in error (unknown topic or partition included).
-        let any_error =
-            results.iter().flatten().any(|r| r.is_err()) || wanted.iter().any(|w| w.route.is_err());
+        // A diverging epoch is answered at once too: the follower must truncate first.
+        let any_error = results
+            .iter()
+            .flatten()
+            .any(|r| r.as_ref().map_or(true, |d| d.diverging_epoch.is_some()))
+            || wanted.iter().any(|w| w.route.is_err());
         let done = wanted.is_empty()
             || bytes >= min_bytes
             || any_error
@@ -172,7 +199,12 @@ async fn long_poll(
             .filter_map(|(w, r)| {
                 let (shard, req) = w.route.as_ref().ok()?;
                 let data = r.as_ref()?.as_ref().ok()?;
-                Some((*shard, (req.tp, data.high_watermark.max(req.fetch_offset))))
+                let wait_for = if req.replica.is_some() {
+                    WaitFor::LogEndBeyond(req.fetch_offset)
+                } else {
+                    WaitFor::HighWatermarkBeyond(data.high_watermark.max(req.fetch_offset))
+                };
+                Some((*shard, (req.tp, wait_for)))
             })
             .collect();
         router::wait_for_append(ctx, waits, deadline).await;
@@ -237,6 +269,13 @@ fn build_response(
                 PartitionData {
                     partition_index: w.partition,
                     error_code: ErrorCode::NONE.0,
+                    diverging_epoch: data.diverging_epoch.map_or_else(
+                        msg::EpochEndOffset::default,
+                        |d| msg::EpochEndOffset {
+                            epoch: d.epoch,
+                            end_offset: d.end_offset,
+                        },
+                    ),
                     high_watermark: data.high_watermark,
                     last_stable_offset: data.high_watermark,
                     log_start_offset: data.log_start_offset,
@@ -342,6 +381,7 @@ mod tests {
                 version,
                 &request(version, &[0, 1, 2, 3, 4]),
                 1 << 20,
+                None,
             );
             assert_eq!(
                 codes(&wanted),
@@ -365,7 +405,7 @@ mod tests {
             req.topics[0].topic_id = Uuid::from_u128(0xdead);
             // A follower's high watermark changes nothing for the read.
             req.topics[0].partitions[0].high_watermark = 3;
-            let wanted = resolve(&image, version, &req, 1 << 20);
+            let wanted = resolve(&image, version, &req, 1 << 20, None);
             assert_eq!(
                 codes(&wanted),
                 vec![ErrorCode::UNKNOWN_TOPIC_ID, ErrorCode::UNKNOWN_TOPIC_ID],
@@ -376,7 +416,7 @@ mod tests {
         let mut req = request(12, &[0]);
         req.topics[0].topic = "nope".to_string();
         assert_eq!(
-            codes(&resolve(&image, 12, &req, 1 << 20)),
+            codes(&resolve(&image, 12, &req, 1 << 20, None)),
             vec![ErrorCode::UNKNOWN_TOPIC_OR_PARTITION]
         );
     }
@@ -386,7 +426,7 @@ mod tests {
         let image = single_node_image();
         let mut req = request(12, &[0, 1]);
         req.topics[0].partitions[1].partition_max_bytes = -1;
-        let wanted = resolve(&image, 12, &req, 1 << 20);
+        let wanted = resolve(&image, 12, &req, 1 << 20, None);
         assert_eq!(
             codes(&wanted),
             vec![ErrorCode::NONE, ErrorCode::INVALID_FETCH_SIZE]
@@ -397,7 +437,7 @@ mod tests {
     fn answer(version: i16, partitions: &[i32]) -> FetchResponse {
         let image = cluster_image();
         let req = request(version, partitions);
-        let wanted = resolve(&image, version, &req, 1 << 20);
+        let wanted = resolve(&image, version, &req, 1 << 20, None);
         let results = wanted.iter().map(|_| None).collect();
         build_response(&image, version, &req, &wanted, results)
     }

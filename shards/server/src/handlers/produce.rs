@@ -20,7 +20,7 @@ use sluice_protocol::messages::produce::{
 };
 use sluice_protocol::record_batch::{validate_produce_batch, RecordBatchError, RecordBatches};
 use sluice_replica::{LogAppendInfo, TopicIdPartition};
-use sluice_shard::{MetadataImage, ShardId, TopicImage};
+use sluice_shard::{MetadataImage, ProducePartition, ShardId, TopicImage};
 
 use super::metadata::default_new_topic;
 use crate::context::ShardContext;
@@ -90,6 +90,18 @@ pub async fn handle(
     if !unknown_topics.is_empty() && ctx.config.auto_create_topics_enable {
         create_in_background(ctx, unknown_topics).await;
     }
+    let routed = routed
+        .into_iter()
+        .map(|(shard, (tp, records))| {
+            let partition = ProducePartition {
+                tp,
+                records,
+                required_acks: acks,
+                timeout_ms: request.timeout_ms,
+            };
+            (shard, partition)
+        })
+        .collect();
     let results = router::produce(ctx, routed).await;
     if acks == 0 {
         return None;

@@ -1,3 +1,7 @@
+mod replication;
+#[cfg(test)]
+mod tests;
+
 use std::cell::{Cell, RefCell};
 use std::path::PathBuf;
 use std::rc::Rc;
@@ -9,8 +13,11 @@ use sluice_protocol::record_batch::{parse_header, read_records, RecordBatchHeade
 use tracing::{debug, info, warn};
 
 use crate::producer_state::{AppendCheck, BatchMetadata, ProducerBatch, ProducerStateManager};
+use crate::replication::EpochEndOffset;
 use crate::snapshot;
 use crate::{ReplicaError, TopicIdPartition};
+
+pub use replication::{FollowerFetchRequest, FollowerFetchResult, FollowerFetchState, Role};
 
 /// Bytes read per step when a timestamp lookup scans the log.
 const TIMESTAMP_SCAN_CHUNK_BYTES: usize = 1 << 20;
@@ -32,6 +39,14 @@ pub struct Partition {
     producers: RefCell<ProducerStateManager>,
     bytes_since_snapshot: Cell<u64>,
     snapshot_running: Rc<Cell<bool>>,
+    /// This broker's id (`node.id`).
+    local_broker_id: i32,
+    /// Leader (with its followers' states), follower, or not told yet.
+    role: RefCell<Role>,
+    /// Bumped at every role or ISR change; delayed produces wait on it.
+    role_generation: Cell<u64>,
+    role_wakers: RefCell<Vec<(u64, std::task::Waker)>>,
+    role_waiter_next: Cell<u64>,
 }
 
 /// What a fetch read from one partition.
@@ -43,6 +58,8 @@ pub struct FetchPartitionData {
     pub high_watermark: i64,
     /// The log start offset.
     pub log_start_offset: i64,
+    /// A follower's log diverges from this leader's (KIP-320): it truncates first.
+    pub diverging_epoch: Option<EpochEndOffset>,
 }
 
 /// One partition's log as DescribeLogDirs reports it.
@@ -85,13 +102,14 @@ pub struct OffsetAndTimestamp {
 }
 
 impl Partition {
-    /// Wraps an opened log stored in `dir`, with no producer state yet: call
-    /// [`Partition::load_producer_state`] before taking appends.
+    /// Wraps an opened log stored in `dir`, with no producer state and no role yet: call
+    /// [`Partition::load_producer_state`], then [`Partition::make_leader`] or
+    /// [`Partition::make_follower`], before taking appends.
     pub fn new(
         tp: TopicIdPartition,
         topic: Rc<str>,
         log: Rc<Log>,
-        leader_epoch: i32,
+        local_broker_id: i32,
         dir: PathBuf,
         producer_id_expiration_ms: i64,
     ) -> Partition {
@@ -99,11 +117,16 @@ impl Partition {
             tp,
             topic,
             log,
-            leader_epoch: Cell::new(leader_epoch),
+            leader_epoch: Cell::new(-1),
             dir,
             producers: RefCell::new(ProducerStateManager::new(producer_id_expiration_ms)),
             bytes_since_snapshot: Cell::new(0),
             snapshot_running: Rc::new(Cell::new(false)),
+            local_broker_id,
+            role: RefCell::new(Role::None),
+            role_generation: Cell::new(0),
+            role_wakers: RefCell::new(Vec::new()),
+            role_waiter_next: Cell::new(0),
         }
     }
 
@@ -123,10 +146,10 @@ impl Partition {
         self.leader_epoch.get()
     }
 
-    /// The high watermark: the end of what consumers may read. With one replica, every write
-    /// that completed is committed.
+    /// The high watermark: the end of what consumers may read, what every in-sync replica
+    /// holds (the leader's `LeaderState` moves it; a follower takes the leader's).
     pub fn high_watermark(&self) -> i64 {
-        self.log.readable_end_offset()
+        self.log.high_watermark()
     }
 
     /// The first offset still in the log.
@@ -193,16 +216,23 @@ impl Partition {
     /// batches is answered with the original offsets and not written again, a stale epoch is
     /// fenced, a sequence gap is refused. Produce carries exactly one batch per partition; the
     /// first batch's producer fields stand for the append.
+    ///
+    /// Only the leader appends, and acks=all (`required_acks` -1) is refused while the ISR is
+    /// below `min.insync.replicas`; the caller then waits with
+    /// [`Partition::wait_for_replication`].
     pub async fn append_records_to_leader(
         &self,
         batches: &[u8],
+        required_acks: i16,
     ) -> Result<LogAppendInfo, ReplicaError> {
+        let leader_epoch = self.check_leader_append(required_acks)?;
         let producer = parse_header(batches)
             .ok()
             .and_then(|h| ProducerBatch::from_header(&h));
         let Some(producer) = producer else {
-            let info = self.log.append(batches).await?;
+            let info = self.log.append_as_leader(batches, leader_epoch).await?;
             self.after_append(&info);
+            self.after_leader_append_high_watermark();
             return Ok(info);
         };
         // The log assigns offsets synchronously in call order when `append` is first polled,
@@ -220,7 +250,7 @@ impl Partition {
             }
             AppendCheck::Reserved(reservation) => reservation,
         };
-        match self.log.append(batches).await {
+        match self.log.append_as_leader(batches, leader_epoch).await {
             Ok(info) => {
                 self.producers.borrow_mut().settle(
                     &reservation,
@@ -228,6 +258,7 @@ impl Partition {
                     info.last_offset,
                 );
                 self.after_append(&info);
+                self.after_leader_append_high_watermark();
                 Ok(info)
             }
             Err(error) => {
@@ -320,7 +351,10 @@ impl Partition {
         }
         let scan_from = from;
         let mut batches = 0usize;
-        self.scan_batches_from(from, |header, _| {
+        // Every written batch counts, committed or not: a follower's uncommitted tail is its
+        // producers' latest state too.
+        let written_end = self.log.readable_end_offset();
+        self.scan_batches_from(from, written_end, |header, _| {
             state.apply_from_log(&header);
             batches += 1;
             true
@@ -360,17 +394,23 @@ impl Partition {
         self.bytes_since_snapshot.set(0);
     }
 
-    /// Reads whole batches from `fetch_offset` up to the high watermark.
+    /// A consumer's read: whole batches from `fetch_offset` up to the high watermark, on the
+    /// leader, in the leader epoch the consumer names (-1: any), as Kafka's `fetchRecords`.
     pub async fn read_records(
         &self,
         fetch_offset: i64,
         max_bytes: usize,
         min_one_message: bool,
+        current_leader_epoch: i32,
     ) -> Result<FetchPartitionData, ReplicaError> {
         // A failed log never moves again: answer KAFKA_STORAGE_ERROR (an offline partition, in
         // Kafka's terms) rather than let a long poll wait on it.
         if let Some(error) = self.log.failure() {
             return Err(ReplicaError::Storage(error));
+        }
+        match &*self.role.borrow() {
+            Role::Leader(state) => state.check_leader_epoch(current_leader_epoch)?,
+            _ => return Err(ReplicaError::NotLeaderOrFollower),
         }
         let high_watermark = self.high_watermark();
         let log_start_offset = self.log_start_offset();
@@ -395,11 +435,17 @@ impl Partition {
             records: read.records,
             high_watermark,
             log_start_offset,
+            diverging_epoch: None,
         })
     }
 
-    /// Resolves once the high watermark passes `offset` (an append landed after it).
-    pub async fn wait_for_append(&self, offset: i64) {
+    /// Resolves once the high watermark passes `offset` (a consumer's long poll).
+    pub async fn wait_for_high_watermark(&self, offset: i64) {
+        self.log.wait_for_high_watermark(offset).await
+    }
+
+    /// Resolves once the log end passes `offset` (a follower's long poll on the leader).
+    pub async fn wait_for_log_end(&self, offset: i64) {
         self.log.wait_for_append(offset).await
     }
 
@@ -421,7 +467,7 @@ impl Partition {
             return Ok(None);
         };
         let mut found = None;
-        self.scan_batches_from(start, |header, batch| {
+        self.scan_batches_from(start, self.high_watermark(), |header, batch| {
             if header.max_timestamp < timestamp {
                 return true;
             }
@@ -446,7 +492,7 @@ impl Partition {
             return Ok(None);
         };
         let mut found = None;
-        self.scan_batches_from(start, |header, batch| {
+        self.scan_batches_from(start, self.high_watermark(), |header, batch| {
             found = first_record_at_or_after(&header, batch, max_timestamp);
             false
         })
@@ -454,13 +500,14 @@ impl Partition {
         Ok(found)
     }
 
-    /// Visits every committed batch from the one holding `offset`, until `visit` returns false.
+    /// Visits every batch below `end` from the one holding `offset`, until `visit` returns
+    /// false.
     async fn scan_batches_from(
         &self,
         mut offset: i64,
+        end: i64,
         mut visit: impl FnMut(RecordBatchHeader, &Bytes) -> bool,
     ) -> Result<(), ReplicaError> {
-        let end = self.high_watermark();
         while offset < end {
             let read = self
                 .log
@@ -550,7 +597,7 @@ fn first_record_at_or_after(
     }
 }
 
-fn out_of_range_or_storage(error: LogError) -> ReplicaError {
+pub(crate) fn out_of_range_or_storage(error: LogError) -> ReplicaError {
     match error {
         LogError::OffsetOutOfRange {
             offset,

@@ -1,0 +1,328 @@
+//! Two replicas of a partition, each over a real `Log` in its own directory, wired by calling
+//! what the broker's fetch handler and replica fetcher call: the leader's
+//! `fetch_for_follower`, and the follower's `append_records_as_follower` / truncation. The
+//! network in between is left out; the decisions and the logs are the real ones.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::rc::Rc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use sluice_log::{Log, LogConfig};
+use sluice_protocol::record_batch::RecordBatchBuilder;
+
+use super::*;
+use crate::replication::{PartitionRegistration, ReplicationConfig};
+use crate::TopicIdPartition;
+
+const LEADER: i32 = 1;
+const FOLLOWER: i32 = 2;
+
+fn run<F, Fut>(f: F)
+where
+    F: FnOnce() -> Fut + Send + 'static,
+    Fut: std::future::Future<Output = ()> + 'static,
+{
+    glommio::LocalExecutorBuilder::default()
+        .spawn(f)
+        .expect("spawn executor")
+        .join()
+        .expect("executor thread");
+}
+
+fn test_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir()
+        .join(format!("sluice-replica-tests-{}", std::process::id()))
+        .join(format!("{name}-0"));
+    let _ = std::fs::remove_dir_all(&dir);
+    dir
+}
+
+async fn open(name: &str, broker: i32) -> Rc<Partition> {
+    let dir = test_dir(name);
+    let log = Log::open(dir.clone(), LogConfig::default())
+        .await
+        .expect("open log");
+    let partition = Partition::new(
+        TopicIdPartition {
+            topic_id: sluice_protocol::codec::Uuid::from_u128(7),
+            partition: 0,
+        },
+        Rc::from("t"),
+        log,
+        broker,
+        dir,
+        60_000,
+    );
+    partition
+        .load_producer_state()
+        .await
+        .expect("producer state");
+    Rc::new(partition)
+}
+
+fn registration(leader: i32, leader_epoch: i32, isr: &[i32]) -> PartitionRegistration {
+    PartitionRegistration {
+        leader: Some(leader),
+        leader_epoch,
+        partition_epoch: leader_epoch,
+        replicas: vec![LEADER, FOLLOWER],
+        isr: isr.to_vec(),
+    }
+}
+
+fn config(min_insync_replicas: usize) -> ReplicationConfig {
+    ReplicationConfig {
+        min_insync_replicas,
+        replica_lag_time_max_ms: 30_000,
+    }
+}
+
+fn alive() -> BTreeMap<i32, i64> {
+    [(LEADER, 10), (FOLLOWER, 20)].into_iter().collect()
+}
+
+fn batch(records: usize) -> Bytes {
+    RecordBatchBuilder::new(1_700_000_000_000)
+        .records(records, b"value")
+        .build()
+}
+
+/// One round of the follower's fetcher: fetch from the leader, then apply the answer.
+async fn fetch_once(leader: &Partition, follower: &Partition) -> FollowerFetchResult {
+    fetch_as(leader, follower, FOLLOWER, 20).await
+}
+
+async fn all_records(partition: &Partition) -> Bytes {
+    partition
+        .log
+        .read(0, 1 << 24, true, None)
+        .await
+        .expect("read")
+        .records
+}
+
+#[test]
+fn acks_all_waits_for_the_follower_and_its_fetches_move_the_high_watermark() {
+    run(|| async {
+        let leader = open("acks-all-leader", LEADER).await;
+        let follower = open("acks-all-follower", FOLLOWER).await;
+        let reg = registration(LEADER, 1, &[LEADER, FOLLOWER]);
+        leader
+            .make_leader(&reg, config(2), alive())
+            .await
+            .expect("leader");
+        assert!(follower.make_follower(LEADER, 1));
+
+        let info = leader
+            .append_records_to_leader(&batch(3), -1)
+            .await
+            .expect("append");
+        assert_eq!((info.first_offset, info.last_offset), (0, 2));
+        // Not replicated yet: consumers see nothing, the produce waits.
+        assert_eq!(leader.high_watermark(), 0);
+        let waiting = {
+            let leader = leader.clone();
+            glommio::spawn_local(async move {
+                leader
+                    .wait_for_replication(2, Duration::from_secs(30))
+                    .await
+            })
+        };
+        // The first fetch brings the records; the second tells the leader the follower has them.
+        fetch_once(&leader, &follower).await;
+        assert_eq!(leader.high_watermark(), 0);
+        fetch_once(&leader, &follower).await;
+        assert_eq!(leader.high_watermark(), 3);
+        waiting.await.expect("acknowledged");
+        // The follower learns the high watermark on its next fetch; the logs are identical.
+        assert_eq!(follower.high_watermark(), 3);
+        assert_eq!(all_records(&leader).await, all_records(&follower).await);
+        // Records keep the leader epoch they were written in.
+        assert_eq!(follower.log.latest_epoch(), Some(1));
+    });
+}
+
+#[test]
+fn acks_all_times_out_without_the_follower_and_is_refused_below_min_isr() {
+    run(|| async {
+        let leader = open("timeout-leader", LEADER).await;
+        leader
+            .make_leader(
+                &registration(LEADER, 1, &[LEADER, FOLLOWER]),
+                config(2),
+                alive(),
+            )
+            .await
+            .expect("leader");
+        let info = leader
+            .append_records_to_leader(&batch(1), -1)
+            .await
+            .expect("append");
+        let waited = leader
+            .wait_for_replication(info.last_offset, Duration::from_millis(50))
+            .await;
+        assert!(
+            matches!(waited, Err(ReplicaError::RequestTimedOut)),
+            "{waited:?}"
+        );
+
+        // The controller shrank the ISR to the leader alone: acks=all is refused before any
+        // append, acks=1 is taken.
+        let mut shrunk = registration(LEADER, 1, &[LEADER]);
+        shrunk.partition_epoch = 2;
+        leader
+            .make_leader(&shrunk, config(2), alive())
+            .await
+            .expect("same epoch");
+        let end = leader.log_end_offset();
+        let refused = leader.append_records_to_leader(&batch(1), -1).await;
+        match refused {
+            Err(ReplicaError::Replication(e)) => {
+                assert_eq!(
+                    e.error_code(),
+                    sluice_protocol::ErrorCode::NOT_ENOUGH_REPLICAS
+                )
+            }
+            other => panic!("expected NOT_ENOUGH_REPLICAS, got {other:?}"),
+        }
+        assert_eq!(leader.log_end_offset(), end, "nothing appended");
+        leader
+            .append_records_to_leader(&batch(1), 1)
+            .await
+            .expect("acks=1 is taken");
+    });
+}
+
+#[test]
+fn a_waiting_produce_fails_when_leadership_moves() {
+    run(|| async {
+        let leader = open("moves-leader", LEADER).await;
+        leader
+            .make_leader(
+                &registration(LEADER, 1, &[LEADER, FOLLOWER]),
+                config(1),
+                alive(),
+            )
+            .await
+            .expect("leader");
+        let info = leader
+            .append_records_to_leader(&batch(1), -1)
+            .await
+            .expect("append");
+        let waiting = {
+            let leader = leader.clone();
+            glommio::spawn_local(async move {
+                leader
+                    .wait_for_replication(info.last_offset, Duration::from_secs(30))
+                    .await
+            })
+        };
+        glommio::yield_if_needed().await;
+        leader.make_follower(FOLLOWER, 2);
+        let result = waiting.await;
+        assert!(
+            matches!(result, Err(ReplicaError::NotLeaderOrFollower)),
+            "{result:?}"
+        );
+        // A follower takes no produce, and no consumer read.
+        assert!(matches!(
+            leader.append_records_to_leader(&batch(1), 1).await,
+            Err(ReplicaError::NotLeaderOrFollower)
+        ));
+        assert!(matches!(
+            leader.read_records(0, 1024, true, -1).await,
+            Err(ReplicaError::NotLeaderOrFollower)
+        ));
+    });
+}
+
+/// KIP-101's case: the old leader wrote records in epoch 1 the new leader never got; after the
+/// change the old leader follows, is answered a diverging epoch, cuts its tail and takes the new
+/// leader's records, so both logs end byte-identical.
+#[test]
+fn an_old_leader_truncates_its_unreplicated_tail_to_the_new_leaders_history() {
+    run(|| async {
+        let a = open("kip101-a", LEADER).await;
+        let b = open("kip101-b", FOLLOWER).await;
+        // Epoch 1: A leads, B follows and gets the first two batches.
+        a.make_leader(
+            &registration(LEADER, 1, &[LEADER, FOLLOWER]),
+            config(1),
+            alive(),
+        )
+        .await
+        .expect("a leads");
+        b.make_follower(LEADER, 1);
+        a.append_records_to_leader(&batch(2), 1).await.expect("a1");
+        a.append_records_to_leader(&batch(2), 1).await.expect("a2");
+        fetch_once(&a, &b).await;
+        assert_eq!(b.log_end_offset(), 4);
+        // A writes two more batches B never sees, then A's broker dies.
+        a.append_records_to_leader(&batch(3), 1).await.expect("a3");
+        a.append_records_to_leader(&batch(3), 1).await.expect("a4");
+        assert_eq!(a.log_end_offset(), 10);
+        // Epoch 2: B leads (elected from the ISR), writes its own records.
+        let mut epoch2 = registration(FOLLOWER, 2, &[FOLLOWER]);
+        epoch2.replicas = vec![LEADER, FOLLOWER];
+        b.make_leader(&epoch2, config(1), alive())
+            .await
+            .expect("b leads");
+        b.append_records_to_leader(&batch(1), 1).await.expect("b1");
+        // A comes back as follower of B.
+        a.make_follower(FOLLOWER, 2);
+        let first = fetch_as(&b, &a, LEADER, 10).await;
+        let diverging = first.diverging_epoch.expect("A's epoch-1 tail diverges");
+        assert_eq!((diverging.epoch, diverging.end_offset), (1, 4));
+        assert_eq!(
+            a.log_end_offset(),
+            4,
+            "cut back to where the histories agree"
+        );
+        // Fetch again: B's epoch-2 record arrives, the logs are identical.
+        fetch_as(&b, &a, LEADER, 10).await;
+        assert_eq!(a.log_end_offset(), 5);
+        assert_eq!(all_records(&a).await, all_records(&b).await);
+    });
+}
+
+/// One round of a follower's fetcher (the follower is broker `follower_id`, epoch
+/// `broker_epoch`): fetch from the leader, then apply the answer.
+async fn fetch_as(
+    leader: &Partition,
+    follower: &Partition,
+    follower_id: i32,
+    broker_epoch: i64,
+) -> FollowerFetchResult {
+    let state = follower.follower_fetch_state().expect("a follower");
+    let result = leader
+        .fetch_for_follower(FollowerFetchRequest {
+            replica_id: follower_id,
+            broker_epoch,
+            fetch_offset: state.fetch_offset,
+            last_fetched_epoch: state.last_fetched_epoch,
+            current_leader_epoch: state.current_leader_epoch,
+            log_start_offset: state.log_start_offset,
+            max_bytes: 1 << 20,
+        })
+        .await
+        .expect("fetch from leader");
+    match result.diverging_epoch {
+        Some(diverging) => follower
+            .truncate_on_diverging_epoch(diverging)
+            .await
+            .expect("truncate"),
+        None => {
+            follower
+                .append_records_as_follower(
+                    &result.records,
+                    result.high_watermark,
+                    result.log_start_offset,
+                )
+                .await
+                .expect("append as follower");
+        }
+    }
+    result
+}
