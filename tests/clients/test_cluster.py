@@ -19,6 +19,9 @@ started with config/cluster/start from the config/cluster/*.toml files (cluster.
    recent fetches, brokers 4-6 as observers; after the kills of 2., the new active controller
    with the term it won.
 5. kill -9 of all three controllers: SIGTERM still stops a broker gracefully within 10 s.
+6. Replication: a topic with RF=3 and min.insync.replicas=2; an idempotent acks=all producer keeps
+   producing while the leader of partition 0 is killed with kill -9: every acknowledged record is
+   read back exactly once at its offset, and the restarted broker rejoins every ISR.
 
 Sluice only (SLUICE_TARGET=kafka skips it). The cluster's ports are fixed by the files (19093-19095,
 19192/19292/19392): the module fails at once if one is taken. Logs: pytest's temp dir, cluster*/.
@@ -542,3 +545,85 @@ def test_sigterm_ends_a_broker_whose_controllers_are_gone(cluster):
         offset = cluster.restart(name)
         if name == victim:
             cluster.wait_line(name, READY, offset, 60, "(ready after the quorum came back)")
+
+
+# ------------------------------------------------------------------------------------------ 6
+
+def _isrs(md: dict, topic: str) -> dict:
+    """partition -> sorted ISR of topic in kcat -L -J output."""
+    for t in md.get("topics", []):
+        if t.get("topic") == topic:
+            return {p["partition"]: sorted(r["id"] for r in p.get("isrs", [])) for p in t.get("partitions", [])}
+    return {}
+
+
+def test_rf3_acks_all_loses_nothing_when_a_leader_is_killed(cluster):
+    """RF=3, min.insync.replicas=2: an idempotent acks=all producer (confluent-kafka) keeps
+    producing while the broker leading partition 0 is killed with kill -9; every acknowledged
+    record is read back exactly once at its acknowledged offset from the new leaders; after the
+    restart the killed broker catches up and is back in every ISR."""
+    from confluent_kafka import Producer
+    from confluent_kafka.admin import AdminClient, NewTopic as CkNewTopic
+
+    topic, parts, count = "cl-rf3", 3, 6000
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+    futures = admin.create_topics([CkNewTopic(topic, num_partitions=parts, replication_factor=3,
+                                              config={"min.insync.replicas": "2"})], request_timeout=15)
+    futures[topic].result(timeout=30)
+
+    def all_in_sync():
+        isrs = _isrs(cluster.kcat_metadata("broker-1", topic), topic)
+        assert len(isrs) == parts and all(i == BROKER_IDS for i in isrs.values()), isrs
+        return isrs
+    _eventually(all_in_sync, f"{topic}: every ISR {BROKER_IDS}", 30)
+    leaders = partition_leaders(cluster.kcat_metadata("broker-1", topic), topic)
+    victim_id = leaders[0]
+    victim = next(n for n, i in cluster.node_ids.items() if i == victim_id)
+    survivor = next(n for n in BROKERS if n != victim)
+
+    acked, failed = {}, []
+
+    def on_delivery(err, msg):
+        if err is not None:
+            failed.append(str(err))
+        else:
+            acked[(msg.partition(), msg.offset())] = msg.value().decode()
+
+    producer = Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all", "enable.idempotence": True,
+                         "linger.ms": 5, "message.timeout.ms": 60000, "retry.backoff.ms": 100})
+    t_kill = None
+    for i in range(count):
+        while True:
+            try:
+                producer.produce(topic, key=harness.make_key("r", i), value=harness.make_value("r", i),
+                                 partition=i % parts, on_delivery=on_delivery)
+                break
+            except BufferError:
+                producer.poll(0.05)
+        producer.poll(0)
+        if i == count // 3:
+            producer.flush(30)
+            t_kill = cluster.kill9(victim)
+        if i % 500 == 0:
+            time.sleep(0.05)
+    remaining = producer.flush(90)
+    assert remaining == 0 and not failed, f"{remaining} unacknowledged, failures: {failed[:5]}"
+    assert len(acked) == count, f"{len(acked)} acknowledged of {count}"
+
+    def led_elsewhere():
+        now = partition_leaders(cluster.kcat_metadata(survivor, topic), topic)
+        assert now.get(0) not in (victim_id, -1, None), now
+        return now
+    after_kill, _ = _eventually(led_elsewhere, "partition 0 led by another broker", 30)
+    records = _kcat_consume(cluster.broker_address(survivor), topic)
+    got = {(p, o): v for p, o, k, v in records}
+    missing = [k for k in acked if got.get(k) != acked[k]]
+    assert not missing, f"{len(missing)} acknowledged records missing or changed, e.g. {missing[:5]}"
+    harness.verify_exactly_once(records, count, "r", partitions=parts)
+    print(f"\nkilled {victim} (leader of partition 0) after {count // 3} acks; all {count} acks kept, "
+          f"leaders now {after_kill}")
+
+    offset = cluster.restart(victim)
+    cluster.wait_line(victim, READY, offset, 60, "(ready after restart)")
+    _, in_sync_s = _eventually(all_in_sync, f"{victim} back in every ISR of {topic}", 60)
+    print(f"restarted {victim}: back in every ISR after {in_sync_s:.1f}s")

@@ -365,18 +365,18 @@ impl GroupManager {
             return;
         };
         let mut offset = log.log_start_offset();
-        let end = log.high_watermark();
+        let end = log.log_end_offset();
         let mut records = 0usize;
         while offset < end {
-            let data = match log.read_records(offset, LOAD_READ_BYTES, true, -1).await {
-                Ok(data) => data,
+            let data = match log.read_to_log_end(offset, LOAD_READ_BYTES).await {
+                Ok(records) => records,
                 Err(error) => {
                     error!(partition, offset, %error, "cannot read __consumer_offsets; loading stops here");
                     break;
                 }
             };
             let before = offset;
-            for batch in RecordBatches::new(data.records) {
+            for batch in RecordBatches::new(data) {
                 let Ok((header, bytes)) = batch else {
                     break;
                 };

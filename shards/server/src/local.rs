@@ -122,6 +122,10 @@ pub async fn wait_for_append(
     race_any(waits).await
 }
 
+/// The lookup a follower's "latest" becomes: the log end offset, not the high watermark. Never
+/// read from the wire (the handler refuses timestamps Kafka does not define first).
+pub const LOG_END_TIMESTAMP: i64 = i64::MIN;
+
 /// Looks offsets up.
 pub async fn list_offsets(
     ctx: &ShardContext,
@@ -140,6 +144,10 @@ pub async fn list_offsets(
             })),
             LATEST_TIMESTAMP => Ok(Some(OffsetAndTimestamp {
                 offset: partition.high_watermark(),
+                timestamp: -1,
+            })),
+            LOG_END_TIMESTAMP => Ok(Some(OffsetAndTimestamp {
+                offset: partition.log_end_offset(),
                 timestamp: -1,
             })),
             MAX_TIMESTAMP => partition.fetch_max_timestamp_offset().await,

@@ -439,6 +439,26 @@ impl Partition {
         })
     }
 
+    /// Reads whole batches from `fetch_offset` up to the log end, committed or not (Kafka's
+    /// `FetchIsolation.LOG_END`): for the broker's own loads, as the group coordinator's of
+    /// `__consumer_offsets`, which Kafka also reads to the log end — after a restart the high
+    /// watermark is not known until the followers fetch again.
+    pub async fn read_to_log_end(
+        &self,
+        fetch_offset: i64,
+        max_bytes: usize,
+    ) -> Result<Bytes, ReplicaError> {
+        if let Some(error) = self.log.failure() {
+            return Err(ReplicaError::Storage(error));
+        }
+        let read = self
+            .log
+            .read(fetch_offset, max_bytes, true, None)
+            .await
+            .map_err(out_of_range_or_storage)?;
+        Ok(read.records)
+    }
+
     /// Resolves once the high watermark passes `offset` (a consumer's long poll).
     pub async fn wait_for_high_watermark(&self, offset: i64) {
         self.log.wait_for_high_watermark(offset).await

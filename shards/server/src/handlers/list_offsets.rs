@@ -22,7 +22,7 @@ use sluice_replica::TopicIdPartition;
 use sluice_shard::{MetadataImage, ShardId};
 
 use crate::context::ShardContext;
-use crate::{leadership, router};
+use crate::{leadership, local, router};
 
 /// Answers ListOffsets.
 pub async fn handle(
@@ -38,8 +38,15 @@ pub async fn handle(
         let mut topic_plan = Vec::with_capacity(topic.partitions.len());
         for p in &topic.partitions {
             let slot = if msg::timestamp_supported(version, p.timestamp) {
+                // Kafka: a follower asking (replica id >= 0; -2 is the debugging consumer) reads
+                // without isolation, so its "latest" is the leader's log end.
+                let timestamp = if request.replica_id >= 0 && p.timestamp == msg::LATEST_TIMESTAMP {
+                    local::LOG_END_TIMESTAMP
+                } else {
+                    p.timestamp
+                };
                 locate(&image, &topic.name, p.partition_index).map(|(shard, tp, epoch)| {
-                    routed.push((shard, (tp, p.timestamp)));
+                    routed.push((shard, (tp, timestamp)));
                     (routed.len() - 1, epoch)
                 })
             } else {
