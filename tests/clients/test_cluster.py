@@ -521,33 +521,7 @@ def test_librdkafka_admin_lists_topics_and_describes_the_cluster(cluster):
           f"{sorted(n.id for n in described.nodes)}), describe_topics ({topic} leaders {leaders})")
 
 
-# ------------------------------------------------------------------------------------------ 4
-
-def test_sigterm_ends_a_broker_whose_controllers_are_gone(cluster):
-    """The whole quorum dies (kill -9 of the 3 controllers): a broker told to stop still stops, at
-    once and gracefully (its controlled shutdown gives up after its bound). Then the quorum and the
-    broker come back, so the module's teardown finds every process running. Last in this module."""
-    victim = "broker-3"
-    for c in CONTROLLERS:
-        cluster.kill9(c)
-    pid = cluster.pid(victim)
-    since = cluster.log_size(victim)
-    t0 = time.time()
-    os.kill(pid, signal.SIGTERM)
-    while alive(pid) and time.time() - t0 < 10:
-        time.sleep(0.01)
-    took = time.time() - t0
-    assert not alive(pid), f"{victim} still running {took:.1f}s after SIGTERM\n{cluster.tails(20, [victim])}"
-    stopped = [l for l in cluster.lines(victim, since) if "sluice stopped" in l]
-    assert stopped, f"{victim} exited without its last line\n{cluster.tails(20, [victim])}"
-    print(f"\n{victim}: SIGTERM with every controller dead → stopped in {took:.2f}s")
-    for name in [*CONTROLLERS, victim]:
-        offset = cluster.restart(name)
-        if name == victim:
-            cluster.wait_line(name, READY, offset, 60, "(ready after the quorum came back)")
-
-
-# ------------------------------------------------------------------------------------------ 6
+# ------------------------------------------------------------------------------------------ 6 (before the last test, which ends the module)
 
 def _isrs(md: dict, topic: str) -> dict:
     """partition -> sorted ISR of topic in kcat -L -J output."""
@@ -627,3 +601,30 @@ def test_rf3_acks_all_loses_nothing_when_a_leader_is_killed(cluster):
     cluster.wait_line(victim, READY, offset, 60, "(ready after restart)")
     _, in_sync_s = _eventually(all_in_sync, f"{victim} back in every ISR of {topic}", 60)
     print(f"restarted {victim}: back in every ISR after {in_sync_s:.1f}s")
+
+
+# ------------------------------------------------------------------------------------------ 4
+
+def test_sigterm_ends_a_broker_whose_controllers_are_gone(cluster):
+    """The whole quorum dies (kill -9 of the 3 controllers): a broker told to stop still stops, at
+    once and gracefully (its controlled shutdown gives up after its bound). Then the quorum and the
+    broker come back, so the module's teardown finds every process running. Last in this module."""
+    victim = "broker-3"
+    for c in CONTROLLERS:
+        cluster.kill9(c)
+    pid = cluster.pid(victim)
+    since = cluster.log_size(victim)
+    t0 = time.time()
+    os.kill(pid, signal.SIGTERM)
+    while alive(pid) and time.time() - t0 < 10:
+        time.sleep(0.01)
+    took = time.time() - t0
+    assert not alive(pid), f"{victim} still running {took:.1f}s after SIGTERM\n{cluster.tails(20, [victim])}"
+    stopped = [l for l in cluster.lines(victim, since) if "sluice stopped" in l]
+    assert stopped, f"{victim} exited without its last line\n{cluster.tails(20, [victim])}"
+    print(f"\n{victim}: SIGTERM with every controller dead → stopped in {took:.2f}s")
+    for name in [*CONTROLLERS, victim]:
+        offset = cluster.restart(name)
+        if name == victim:
+            cluster.wait_line(name, READY, offset, 60, "(ready after the quorum came back)")
+
