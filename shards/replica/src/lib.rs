@@ -17,7 +17,8 @@ mod topic_config;
 
 pub use error::ReplicaError;
 pub use partition::{
-    ActiveProducer, FetchPartitionData, OffsetAndTimestamp, Partition, PartitionLogDirInfo,
+    ActiveProducer, FetchPartitionData, FollowerFetchState, OffsetAndTimestamp, Partition,
+    PartitionLogDirInfo,
 };
 pub use producer_state::{
     ProducerStateEntry, ProducerStateError, ProducerStateManager, DEFAULT_PRODUCER_ID_EXPIRATION_MS,

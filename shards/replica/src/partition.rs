@@ -84,6 +84,22 @@ pub struct OffsetAndTimestamp {
     pub timestamp: i64,
 }
 
+/// What a follower sends for one partition in its next Fetch to the leader (Kafka's
+/// `PartitionFetchState` as `ReplicaFetcherThread.buildFetch` reads it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FollowerFetchState {
+    /// The broker this replica follows.
+    pub leader_id: i32,
+    /// The leader epoch this replica believes current (the leader fences an older one).
+    pub current_leader_epoch: i32,
+    /// The follower's log end offset: where the next fetch starts.
+    pub fetch_offset: i64,
+    /// Epoch of the follower's last record; `None` when its log has none.
+    pub last_fetched_epoch: Option<i32>,
+    /// The follower's log start offset.
+    pub log_start_offset: i64,
+}
+
 impl Partition {
     /// Wraps an opened log stored in `dir`, with no producer state yet: call
     /// [`Partition::load_producer_state`] before taking appends.
@@ -519,6 +535,51 @@ impl Partition {
     /// Removes the partition's files.
     pub async fn delete(&self) -> Result<(), ReplicaError> {
         Ok(self.log.delete().await?)
+    }
+
+    // STAND-IN (lead replaces): the follower role's methods the replica fetcher calls
+    // (shards/server/src/replica_fetcher.rs). Signatures of the replication contract only.
+
+    /// The state of the next fetch from the leader; `None` when this replica is not a follower.
+    // STAND-IN (lead replaces)
+    pub fn follower_fetch_state(&self) -> Option<FollowerFetchState> {
+        todo!("STAND-IN (lead replaces): follower role")
+    }
+
+    /// Appends batches fetched from the leader (offsets and epochs as the leader wrote them),
+    /// then moves the high watermark to the leader's (bounded by this log's end) and the log
+    /// start offset up to the leader's. Empty `records`: only the two offsets move.
+    // STAND-IN (lead replaces)
+    pub async fn append_records_as_follower(
+        &self,
+        records: &[u8],
+        leader_high_watermark: i64,
+        leader_log_start_offset: i64,
+    ) -> Result<Option<LogAppendInfo>, ReplicaError> {
+        let _ = (records, leader_high_watermark, leader_log_start_offset);
+        todo!("STAND-IN (lead replaces): follower append")
+    }
+
+    /// Truncates after the leader answered a fetch with a diverging epoch (KIP-320).
+    // STAND-IN (lead replaces)
+    pub async fn truncate_on_diverging_epoch(
+        &self,
+        diverging: crate::replication::EpochEndOffset,
+    ) -> Result<(), ReplicaError> {
+        let _ = diverging;
+        todo!("STAND-IN (lead replaces): truncation on a diverging epoch")
+    }
+
+    /// Truncates (or restarts the log empty) after the leader answered OFFSET_OUT_OF_RANGE,
+    /// given the leader's log start and end offsets.
+    // STAND-IN (lead replaces)
+    pub async fn truncate_on_out_of_range(
+        &self,
+        leader_log_start_offset: i64,
+        leader_log_end_offset: i64,
+    ) -> Result<(), ReplicaError> {
+        let _ = (leader_log_start_offset, leader_log_end_offset);
+        todo!("STAND-IN (lead replaces): truncation on an out-of-range fetch offset")
     }
 }
 
