@@ -1,0 +1,546 @@
+//! The fetcher without sockets: the requests it builds, what each answer makes it do, which
+//! partitions wait and until when.
+
+use std::collections::HashMap;
+
+use bytes::{Bytes, BytesMut};
+use sluice_protocol::codec::{Decoder, Encoder};
+use sluice_protocol::messages::fetch::{
+    EpochEndOffset as WireEpochEndOffset, FetchableTopicResponse, PartitionData,
+};
+use sluice_protocol::record_batch::RecordBatchBuilder;
+use sluice_protocol::Uuid;
+
+use super::*;
+
+const LEADER: i32 = 2;
+const LOCAL: i32 = 1;
+const BROKER_EPOCH: i64 = 77;
+
+fn config() -> FetcherConfig {
+    FetcherConfig {
+        replica_id: LOCAL,
+        max_wait_ms: 500,
+        min_bytes: 1,
+        response_max_bytes: 10_485_760,
+        partition_max_bytes: 1_048_576,
+        backoff: Duration::from_millis(1000),
+    }
+}
+
+fn tp(id: u128, partition: i32) -> TopicIdPartition {
+    TopicIdPartition {
+        topic_id: Uuid::from_u128(id),
+        partition,
+    }
+}
+
+/// Follower states as the partitions would report them.
+#[derive(Default)]
+struct Followers(HashMap<TopicIdPartition, FollowerFetchState>);
+
+impl Followers {
+    fn set(&mut self, tp: TopicIdPartition, fetch_offset: i64, epoch: i32, last: Option<i32>) {
+        self.0.insert(
+            tp,
+            FollowerFetchState {
+                leader_id: LEADER,
+                current_leader_epoch: epoch,
+                fetch_offset,
+                last_fetched_epoch: last,
+                log_start_offset: 0,
+            },
+        );
+    }
+
+    fn lookup(&self) -> impl Fn(&TopicIdPartition) -> Option<FollowerFetchState> + '_ {
+        |tp| self.0.get(tp).copied()
+    }
+}
+
+/// A fetcher of `LEADER` with `tps` added at epoch 5, each following at offset 10.
+fn fetcher(tps: &[TopicIdPartition]) -> (FetcherState, Followers) {
+    let mut state = FetcherState::new(LEADER, config());
+    let mut followers = Followers::default();
+    for tp in tps {
+        state.add_partition(*tp, Rc::from(format!("topic-{}", tp.topic_id)), 5);
+        followers.set(*tp, 10, 5, Some(4));
+    }
+    (state, followers)
+}
+
+/// The partitions a request names, in order.
+fn named(request: &FetchRequest) -> Vec<TopicIdPartition> {
+    request
+        .topics
+        .iter()
+        .flat_map(|t| {
+            t.partitions.iter().map(|p| TopicIdPartition {
+                topic_id: t.topic_id,
+                partition: p.partition,
+            })
+        })
+        .collect()
+}
+
+/// A response answering `parts` (partition, answer), passed through the v17 codec as the
+/// fetcher receives it.
+fn response(parts: Vec<(TopicIdPartition, PartitionData)>) -> FetchResponse {
+    let mut topics: Vec<FetchableTopicResponse> = Vec::new();
+    for (tp, mut data) in parts {
+        data.partition_index = tp.partition;
+        match topics.last_mut() {
+            Some(t) if t.topic_id == tp.topic_id => t.partitions.push(data),
+            _ => topics.push(FetchableTopicResponse {
+                topic: String::new(),
+                topic_id: tp.topic_id,
+                partitions: vec![data],
+            }),
+        }
+    }
+    let response = FetchResponse {
+        responses: topics,
+        ..FetchResponse::default()
+    };
+    let mut e = Encoder::with_capacity(256);
+    response.encode(&mut e, REPLICA_FETCH_VERSION);
+    let mut d = Decoder::new(e.into_inner().freeze());
+    FetchResponse::decode(&mut d, REPLICA_FETCH_VERSION).expect("a v17 response decodes")
+}
+
+fn data(error: ErrorCode) -> PartitionData {
+    PartitionData {
+        error_code: error.0,
+        high_watermark: 12,
+        log_start_offset: 0,
+        ..PartitionData::default()
+    }
+}
+
+fn batch(base_offset: i64, records: usize) -> Bytes {
+    RecordBatchBuilder::new(1_000)
+        .base_offset(base_offset)
+        .partition_leader_epoch(5)
+        .records(records, b"value")
+        .build()
+}
+
+fn concat(parts: &[&[u8]]) -> Bytes {
+    let mut out = BytesMut::new();
+    for p in parts {
+        out.extend_from_slice(p);
+    }
+    out.freeze()
+}
+
+#[test]
+fn the_request_carries_the_follower_state_of_each_partition() {
+    let (mut state, mut followers) = fetcher(&[tp(2, 0), tp(1, 1), tp(1, 0)]);
+    followers.set(tp(1, 1), 42, 6, None);
+    let now = Instant::now();
+    let request = state
+        .build_request(now, BROKER_EPOCH, followers.lookup())
+        .expect("three partitions are due");
+    assert_eq!(
+        request.replica_state,
+        ReplicaState {
+            replica_id: LOCAL,
+            replica_epoch: BROKER_EPOCH
+        }
+    );
+    assert_eq!(request.effective_replica_id(REPLICA_FETCH_VERSION), LOCAL);
+    assert_eq!(
+        (
+            request.max_wait_ms,
+            request.min_bytes,
+            request.max_bytes,
+            request.isolation_level
+        ),
+        (500, 1, 10_485_760, 0)
+    );
+    // Sessionless: every request is a full one.
+    assert_eq!((request.session_id, request.session_epoch), (0, -1));
+    // Grouped by topic id, in partition order.
+    assert_eq!(request.topics.len(), 2);
+    assert_eq!(named(&request), vec![tp(1, 0), tp(1, 1), tp(2, 0)]);
+    let p = &request.topics[0].partitions[1];
+    assert_eq!(
+        (
+            p.current_leader_epoch,
+            p.fetch_offset,
+            p.last_fetched_epoch,
+            p.log_start_offset,
+            p.partition_max_bytes
+        ),
+        (6, 42, -1, 0, 1_048_576)
+    );
+    let p = &request.topics[0].partitions[0];
+    assert_eq!((p.fetch_offset, p.last_fetched_epoch), (10, 4));
+
+    // Through the v17 codec: topics by id, the replica state as tag 1, no body replica id.
+    let mut e = Encoder::with_capacity(256);
+    request.encode(&mut e, REPLICA_FETCH_VERSION);
+    let mut d = Decoder::new(e.into_inner().freeze());
+    let decoded = FetchRequest::decode(&mut d, REPLICA_FETCH_VERSION).unwrap();
+    assert_eq!(decoded.effective_replica_id(REPLICA_FETCH_VERSION), LOCAL);
+    assert_eq!(decoded.replica_state.replica_epoch, BROKER_EPOCH);
+    assert_eq!(decoded.topics, request.topics);
+}
+
+#[test]
+fn nothing_to_fetch_builds_no_request() {
+    let (mut state, mut followers) = fetcher(&[]);
+    let now = Instant::now();
+    assert!(state
+        .build_request(now, BROKER_EPOCH, followers.lookup())
+        .is_none());
+    // A partition whose Partition is not (yet) a follower, or follows another leader, is left
+    // out until it is.
+    state.add_partition(tp(1, 0), Rc::from("a"), 5);
+    assert!(state
+        .build_request(now, BROKER_EPOCH, followers.lookup())
+        .is_none());
+    followers.set(tp(1, 0), 0, 5, None);
+    followers.0.get_mut(&tp(1, 0)).unwrap().leader_id = 3;
+    assert!(state
+        .build_request(now, BROKER_EPOCH, followers.lookup())
+        .is_none());
+    followers.set(tp(1, 0), 0, 5, None);
+    let request = state
+        .build_request(now, BROKER_EPOCH, followers.lookup())
+        .unwrap();
+    assert_eq!(named(&request), vec![tp(1, 0)]);
+}
+
+#[test]
+fn records_are_appended_whole_batches_only_with_the_leader_offsets() {
+    let (mut state, followers) = fetcher(&[tp(1, 0), tp(1, 1)]);
+    let now = Instant::now();
+    state.build_request(now, BROKER_EPOCH, followers.lookup());
+    let first = batch(10, 2);
+    let second = batch(12, 3);
+    let cut = concat(&[&first, &second[..second.len() - 7]]);
+    let mut with_records = data(ErrorCode::NONE);
+    with_records.records = Some(cut);
+    with_records.high_watermark = 11;
+    with_records.log_start_offset = 3;
+    // An empty answer still moves the high watermark.
+    let empty = data(ErrorCode::NONE);
+    let actions = state.handle_response(
+        now,
+        response(vec![(tp(1, 0), with_records), (tp(1, 1), empty)]),
+        followers.lookup(),
+    );
+    assert_eq!(
+        actions,
+        vec![
+            PartitionAction::Append {
+                tp: tp(1, 0),
+                records: first,
+                high_watermark: 11,
+                log_start_offset: 3,
+            },
+            PartitionAction::Append {
+                tp: tp(1, 1),
+                records: Bytes::new(),
+                high_watermark: 12,
+                log_start_offset: 0,
+            },
+        ]
+    );
+    assert_eq!(state.status(&tp(1, 0)), Some(PartitionStatus::Fetching));
+}
+
+#[test]
+fn a_diverging_epoch_truncates_instead_of_appending() {
+    let (mut state, followers) = fetcher(&[tp(1, 0)]);
+    let now = Instant::now();
+    state.build_request(now, BROKER_EPOCH, followers.lookup());
+    let mut answer = data(ErrorCode::NONE);
+    answer.diverging_epoch = WireEpochEndOffset {
+        epoch: 3,
+        end_offset: 7,
+    };
+    answer.records = Some(batch(10, 1));
+    let actions =
+        state.handle_response(now, response(vec![(tp(1, 0), answer)]), followers.lookup());
+    assert_eq!(
+        actions,
+        vec![PartitionAction::TruncateOnDivergingEpoch {
+            tp: tp(1, 0),
+            diverging: EpochEndOffset {
+                epoch: 3,
+                end_offset: 7
+            },
+        }]
+    );
+}
+
+#[test]
+fn out_of_range_asks_for_the_leader_offsets() {
+    let (mut state, followers) = fetcher(&[tp(1, 0)]);
+    let now = Instant::now();
+    state.build_request(now, BROKER_EPOCH, followers.lookup());
+    let actions = state.handle_response(
+        now,
+        response(vec![(tp(1, 0), data(ErrorCode::OFFSET_OUT_OF_RANGE))]),
+        followers.lookup(),
+    );
+    assert_eq!(
+        actions,
+        vec![PartitionAction::OutOfRange {
+            tp: tp(1, 0),
+            topic: Rc::from(format!("topic-{}", tp(1, 0).topic_id)),
+            current_leader_epoch: 5,
+        }]
+    );
+    // It stays in the fetch: the truncation moves its fetch offset.
+    assert_eq!(state.status(&tp(1, 0)), Some(PartitionStatus::Fetching));
+}
+
+#[test]
+fn a_fenced_epoch_waits_for_metadata_with_another_epoch() {
+    let (mut state, followers) = fetcher(&[tp(1, 0), tp(1, 1)]);
+    let now = Instant::now();
+    state.build_request(now, BROKER_EPOCH, followers.lookup());
+    let actions = state.handle_response(
+        now,
+        response(vec![(tp(1, 0), data(ErrorCode::FENCED_LEADER_EPOCH))]),
+        followers.lookup(),
+    );
+    assert!(actions.is_empty());
+    assert_eq!(
+        state.status(&tp(1, 0)),
+        Some(PartitionStatus::Fenced { leader_epoch: 5 })
+    );
+    // Not fetched, however long it waits: no timer brings it back.
+    assert_eq!(state.next_wakeup(), None);
+    let later = now + Duration::from_secs(3600);
+    let request = state
+        .build_request(later, BROKER_EPOCH, followers.lookup())
+        .unwrap();
+    assert_eq!(named(&request), vec![tp(1, 1)]);
+    // An image with the same epoch changes nothing; a new epoch restarts it.
+    state.add_partition(tp(1, 0), Rc::from("a"), 5);
+    assert_eq!(
+        state.status(&tp(1, 0)),
+        Some(PartitionStatus::Fenced { leader_epoch: 5 })
+    );
+    state.add_partition(tp(1, 0), Rc::from("a"), 6);
+    assert_eq!(state.status(&tp(1, 0)), Some(PartitionStatus::Fetching));
+}
+
+#[test]
+fn leadership_and_topic_errors_back_off_for_the_backoff() {
+    for code in [
+        ErrorCode::NOT_LEADER_OR_FOLLOWER,
+        ErrorCode::UNKNOWN_LEADER_EPOCH,
+        ErrorCode::UNKNOWN_TOPIC_ID,
+        ErrorCode::UNKNOWN_TOPIC_OR_PARTITION,
+        ErrorCode::KAFKA_STORAGE_ERROR,
+        ErrorCode::UNKNOWN_SERVER_ERROR,
+    ] {
+        let (mut state, followers) = fetcher(&[tp(1, 0), tp(1, 1)]);
+        let now = Instant::now();
+        state.build_request(now, BROKER_EPOCH, followers.lookup());
+        let actions = state.handle_response(
+            now,
+            response(vec![
+                (tp(1, 0), data(code)),
+                (tp(1, 1), data(ErrorCode::NONE)),
+            ]),
+            followers.lookup(),
+        );
+        assert_eq!(
+            actions.len(),
+            1,
+            "{code:?}: only the healthy partition acts"
+        );
+        let until = now + Duration::from_millis(1000);
+        assert_eq!(
+            state.status(&tp(1, 0)),
+            Some(PartitionStatus::Delayed { until }),
+            "{code:?}"
+        );
+        assert_eq!(state.next_wakeup(), Some(until));
+        let request = state
+            .build_request(
+                until - Duration::from_millis(1),
+                BROKER_EPOCH,
+                followers.lookup(),
+            )
+            .unwrap();
+        assert_eq!(
+            named(&request),
+            vec![tp(1, 1)],
+            "{code:?}: still backing off"
+        );
+        let request = state
+            .build_request(until, BROKER_EPOCH, followers.lookup())
+            .unwrap();
+        assert_eq!(
+            named(&request),
+            vec![tp(1, 0), tp(1, 1)],
+            "{code:?}: due again"
+        );
+        assert_eq!(state.status(&tp(1, 0)), Some(PartitionStatus::Fetching));
+    }
+}
+
+#[test]
+fn a_failed_request_delays_every_partition_it_named() {
+    let (mut state, followers) = fetcher(&[tp(1, 0), tp(2, 0)]);
+    let now = Instant::now();
+    state.build_request(now, BROKER_EPOCH, followers.lookup());
+    // Added while the request was in flight: not part of it, not delayed.
+    let mut followers = followers;
+    state.add_partition(tp(3, 0), Rc::from("c"), 5);
+    followers.set(tp(3, 0), 0, 5, None);
+    state.on_request_failed(now);
+    let until = now + Duration::from_millis(1000);
+    assert_eq!(
+        state.status(&tp(1, 0)),
+        Some(PartitionStatus::Delayed { until })
+    );
+    assert_eq!(
+        state.status(&tp(2, 0)),
+        Some(PartitionStatus::Delayed { until })
+    );
+    assert_eq!(state.status(&tp(3, 0)), Some(PartitionStatus::Fetching));
+    let request = state
+        .build_request(now, BROKER_EPOCH, followers.lookup())
+        .unwrap();
+    assert_eq!(named(&request), vec![tp(3, 0)]);
+
+    // A response failed as a whole (top-level error) does the same.
+    let failed = FetchResponse {
+        error_code: ErrorCode::UNKNOWN_SERVER_ERROR.0,
+        ..FetchResponse::default()
+    };
+    assert!(state
+        .handle_response(now, failed, followers.lookup())
+        .is_empty());
+    assert_eq!(
+        state.status(&tp(3, 0)),
+        Some(PartitionStatus::Delayed { until })
+    );
+}
+
+#[test]
+fn answers_for_partitions_that_moved_since_the_request_are_ignored() {
+    let (mut state, mut followers) = fetcher(&[tp(1, 0), tp(1, 1), tp(1, 2)]);
+    let now = Instant::now();
+    state.build_request(now, BROKER_EPOCH, followers.lookup());
+    // tp(1,0) left this fetcher (its leader changed), tp(1,1) was truncated meanwhile,
+    // tp(1,3) was added after the request and is answered although never asked.
+    state.remove_partition(&tp(1, 0));
+    followers.set(tp(1, 1), 4, 5, Some(4));
+    state.add_partition(tp(1, 3), Rc::from("a"), 5);
+    followers.set(tp(1, 3), 0, 5, None);
+    let mut with_records = data(ErrorCode::NONE);
+    with_records.records = Some(batch(10, 1));
+    let actions = state.handle_response(
+        now,
+        response(vec![
+            (tp(1, 0), with_records.clone()),
+            (tp(1, 1), with_records.clone()),
+            (tp(1, 2), with_records.clone()),
+            (tp(1, 3), with_records),
+        ]),
+        followers.lookup(),
+    );
+    let acted: Vec<TopicIdPartition> = actions
+        .iter()
+        .map(|a| match a {
+            PartitionAction::Append { tp, .. } => *tp,
+            other => panic!("unexpected {other:?}"),
+        })
+        .collect();
+    assert_eq!(acted, vec![tp(1, 2)]);
+    // The next request names what the fetcher holds now, from the current states.
+    let request = state
+        .build_request(now, BROKER_EPOCH, followers.lookup())
+        .unwrap();
+    assert_eq!(named(&request), vec![tp(1, 1), tp(1, 2), tp(1, 3)]);
+    assert_eq!(request.topics[0].partitions[0].fetch_offset, 4);
+}
+
+#[test]
+fn an_answer_after_a_leader_epoch_change_is_ignored() {
+    let (mut state, mut followers) = fetcher(&[tp(1, 0)]);
+    let now = Instant::now();
+    state.build_request(now, BROKER_EPOCH, followers.lookup());
+    followers.set(tp(1, 0), 10, 6, Some(4));
+    let actions = state.handle_response(
+        now,
+        response(vec![(tp(1, 0), data(ErrorCode::FENCED_LEADER_EPOCH))]),
+        followers.lookup(),
+    );
+    assert!(actions.is_empty());
+    // The fence was for epoch 5; the partition is at 6 now and keeps fetching.
+    assert_eq!(state.status(&tp(1, 0)), Some(PartitionStatus::Fetching));
+}
+
+#[test]
+fn a_failed_log_stops_fetching_until_a_new_leader_epoch() {
+    let (mut state, followers) = fetcher(&[tp(1, 0), tp(1, 1)]);
+    let now = Instant::now();
+    state.fail(&tp(1, 0));
+    assert_eq!(
+        state.status(&tp(1, 0)),
+        Some(PartitionStatus::Failed { leader_epoch: 5 })
+    );
+    let request = state
+        .build_request(
+            now + Duration::from_secs(3600),
+            BROKER_EPOCH,
+            followers.lookup(),
+        )
+        .unwrap();
+    assert_eq!(named(&request), vec![tp(1, 1)]);
+    state.add_partition(tp(1, 0), Rc::from("a"), 5);
+    assert!(matches!(
+        state.status(&tp(1, 0)),
+        Some(PartitionStatus::Failed { .. })
+    ));
+    state.add_partition(tp(1, 0), Rc::from("a"), 7);
+    assert_eq!(state.status(&tp(1, 0)), Some(PartitionStatus::Fetching));
+    assert!(state.remove_partition(&tp(1, 0)));
+    assert!(!state.remove_partition(&tp(1, 0)));
+    state.remove_partition(&tp(1, 1));
+    assert!(state.is_empty());
+}
+
+#[test]
+fn whole_batches_cuts_a_partial_tail() {
+    let a = batch(0, 3);
+    let b = batch(3, 1);
+    let both = concat(&[&a, &b]);
+    assert_eq!(whole_batches(both.clone()), both);
+    for cut in [1, 11, 12, b.len() - 1] {
+        let partial = concat(&[&a, &b[..cut]]);
+        assert_eq!(whole_batches(partial), a, "cut at {cut}");
+    }
+    assert_eq!(whole_batches(Bytes::new()), Bytes::new());
+    assert_eq!(whole_batches(a.slice(..20)), Bytes::new());
+    // A negative length is not a batch.
+    let mut bad = BytesMut::from(&a[..]);
+    bad[8..12].copy_from_slice(&(-1i32).to_be_bytes());
+    assert_eq!(whole_batches(bad.freeze()), Bytes::new());
+}
+
+#[test]
+fn connection_failures_warn_once_then_once_a_minute() {
+    let mut log = FailureLog::default();
+    let start = Instant::now();
+    assert!(log.failed(start));
+    for s in 1..60 {
+        assert!(!log.failed(start + Duration::from_secs(s)), "second {s}");
+    }
+    assert!(log.failed(start + Duration::from_secs(60)));
+    assert!(!log.failed(start + Duration::from_secs(61)));
+    assert_eq!(log.succeeded(), Some(62));
+    assert_eq!(log.succeeded(), None);
+    // Failing again after a recovery warns at once.
+    assert!(log.failed(start + Duration::from_secs(62)));
+}
