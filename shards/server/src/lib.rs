@@ -6,7 +6,7 @@
 //! opens this shard's partitions), listen, serve, and on shutdown drain connections, wait for
 //! every shard to drain, then close the logs.
 
-mod broker_client;
+pub mod broker_client;
 mod connection;
 mod context;
 mod controller_client;

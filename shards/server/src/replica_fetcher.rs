@@ -31,6 +31,7 @@ use sluice_protocol::messages::list_offsets::{
     ListOffsetsPartition, ListOffsetsRequest, ListOffsetsTopic, EARLIEST_TIMESTAMP,
     LATEST_TIMESTAMP,
 };
+use sluice_protocol::record_batch::RecordBatches;
 use sluice_protocol::ErrorCode;
 use sluice_replica::replication::EpochEndOffset;
 use sluice_replica::{FollowerFetchState, ReplicaError, TopicIdPartition};
@@ -130,6 +131,8 @@ pub enum PartitionAction {
     Append {
         /// The partition.
         tp: TopicIdPartition,
+        /// The offset the fetch asked from: the follower's log end when it was sent.
+        fetch_offset: i64,
         /// Whole batches, as the leader stored them (a partial last batch is cut off).
         records: Bytes,
         /// The leader's high watermark.
@@ -384,6 +387,7 @@ impl FetcherState {
                     }
                     ErrorCode::NONE => actions.push(PartitionAction::Append {
                         tp,
+                        fetch_offset: asked.fetch_offset,
                         records: whole_batches(data.records.unwrap_or_default()),
                         high_watermark: data.high_watermark,
                         log_start_offset: data.log_start_offset,
@@ -481,20 +485,15 @@ impl FetcherState {
 /// The whole batches at the start of `records`: a response cut at the size limit may end with
 /// a partial batch, which the next fetch asks for again (Kafka's follower ignores it too).
 pub fn whole_batches(records: Bytes) -> Bytes {
-    // A batch starts with its base offset (8 bytes) and its length after that field (4 bytes).
-    const LENGTH_END: usize = 12;
-    let mut end = 0;
-    while let Some(&[a, b, c, d]) = records.get(end + 8..end + LENGTH_END) {
-        let Ok(length) = usize::try_from(i32::from_be_bytes([a, b, c, d])) else {
-            break;
-        };
-        let next = end + LENGTH_END + length;
-        if next > records.len() {
+    let mut batches = RecordBatches::new(records.clone());
+    // Stops at the first batch that is cut short (or unreadable): `position` is the end of the
+    // whole ones before it.
+    for batch in batches.by_ref() {
+        if batch.is_err() {
             break;
         }
-        end = next;
     }
-    records.slice(..end)
+    records.slice(..batches.position())
 }
 
 fn error_name(code: i16) -> &'static str {
@@ -827,7 +826,13 @@ async fn run_fetcher(
             let offsets = wait_any(
                 &fetcher,
                 &core,
-                leader_offsets(conn, config.replica_id, &topic, tp, current_leader_epoch),
+                leader_offsets(
+                    conn,
+                    config.replica_id,
+                    &topic,
+                    tp.partition,
+                    current_leader_epoch,
+                ),
             )
             .await;
             match offsets {
@@ -880,18 +885,31 @@ async fn apply_local(
     match action {
         PartitionAction::Append {
             tp,
+            fetch_offset,
             records,
             high_watermark,
             log_start_offset,
         } => {
-            let result = match core.replicas.get(&tp) {
-                Some(p) => p
-                    .append_records_as_follower(&records, high_watermark, log_start_offset)
-                    .await
-                    .map(|_| ()),
-                None => Err(ReplicaError::UnknownTopicOrPartition),
+            let Some(p) = core.replicas.get(&tp) else {
+                return (tp, Err(ReplicaError::UnknownTopicOrPartition));
             };
-            (tp, result)
+            let result = p
+                .append_records_as_follower(&records, high_watermark, log_start_offset)
+                .await
+                .map(|_| ());
+            // The log moved under this append (a role change truncated it, or another
+            // fetcher's append landed while the partition moved between leaders): the error
+            // says nothing about the log's health; the next fetch starts from where it is now.
+            let moved = p
+                .follower_fetch_state()
+                .is_none_or(|s| s.fetch_offset != fetch_offset);
+            match result {
+                Err(error) if moved => {
+                    debug!(topic = %p.topic, partition = tp.partition, %error, "follower log moved during the append; fetching again from its end");
+                    (tp, Ok(()))
+                }
+                result => (tp, result),
+            }
         }
         PartitionAction::TruncateOnDivergingEpoch { tp, diverging } => {
             let result = match core.replicas.get(&tp) {
@@ -933,21 +951,22 @@ fn settle(
     }
 }
 
-/// The leader's log start and end offsets for `tp` (ListOffsets earliest and latest, as a
-/// replica: the leader answers its log end, not its high watermark). The inner error is the
-/// leader's error code for the partition.
-async fn leader_offsets(
+/// The leader's log start and end offsets of `topic`/`partition` (ListOffsets latest, then
+/// earliest, sent as replica `replica_id`: a leader answers a replica its log end, not its
+/// high watermark — Kafka's `fetchLatestOffsetFromLeader` / `fetchEarliestOffsetFromLeader`).
+/// The inner error is the leader's error code for the partition.
+pub async fn leader_offsets(
     conn: &mut BrokerConnection,
     replica_id: i32,
     topic: &str,
-    tp: TopicIdPartition,
+    partition: i32,
     current_leader_epoch: i32,
 ) -> Result<Result<(i64, i64), ErrorCode>, BrokerClientError> {
     let end = match list_offset(
         conn,
         replica_id,
         topic,
-        tp,
+        partition,
         current_leader_epoch,
         LATEST_TIMESTAMP,
     )
@@ -960,7 +979,7 @@ async fn leader_offsets(
         conn,
         replica_id,
         topic,
-        tp,
+        partition,
         current_leader_epoch,
         EARLIEST_TIMESTAMP,
     )
@@ -976,7 +995,7 @@ async fn list_offset(
     conn: &mut BrokerConnection,
     replica_id: i32,
     topic: &str,
-    tp: TopicIdPartition,
+    partition: i32,
     current_leader_epoch: i32,
     timestamp: i64,
 ) -> Result<Result<i64, ErrorCode>, BrokerClientError> {
@@ -986,7 +1005,7 @@ async fn list_offset(
         topics: vec![ListOffsetsTopic {
             name: topic.to_string(),
             partitions: vec![ListOffsetsPartition {
-                partition_index: tp.partition,
+                partition_index: partition,
                 current_leader_epoch,
                 timestamp,
             }],
@@ -1008,7 +1027,7 @@ async fn list_offset(
         .iter()
         .filter(|t| t.name == topic)
         .flat_map(|t| t.partitions.iter())
-        .find(|p| p.partition_index == tp.partition);
+        .find(|p| p.partition_index == partition);
     Ok(match answer {
         Some(p) if p.error_code == ErrorCode::NONE.0 => Ok(p.offset),
         Some(p) => Err(ErrorCode(p.error_code)),

@@ -236,12 +236,14 @@ fn records_are_appended_whole_batches_only_with_the_leader_offsets() {
         vec![
             PartitionAction::Append {
                 tp: tp(1, 0),
+                fetch_offset: 10,
                 records: first,
                 high_watermark: 11,
                 log_start_offset: 3,
             },
             PartitionAction::Append {
                 tp: tp(1, 1),
+                fetch_offset: 10,
                 records: Bytes::new(),
                 high_watermark: 12,
                 log_start_offset: 0,
