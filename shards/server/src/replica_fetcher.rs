@@ -17,7 +17,7 @@
 //!   it only connects, sends, and runs the actions on the `Partition`s.
 
 use std::cell::{Cell, RefCell};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
@@ -534,6 +534,43 @@ impl FailureLog {
     }
 }
 
+/// A partition to fetch, as the image assigns it: (partition, topic name, leader epoch).
+pub type FetchAssignment = (TopicIdPartition, Rc<str>, i32);
+
+/// What `shard` must fetch by `image`, by leader broker: the partitions it hosts (`open`
+/// gives the topic name of an open one) whose leader is another live broker. Partitions led
+/// here, led by nobody (-1), led by a broker that is not live (fenced or gone), or not open
+/// are not fetched.
+pub fn partitions_to_fetch(
+    image: &MetadataImage,
+    shard: sluice_shard::ShardId,
+    open: impl Fn(&TopicIdPartition) -> Option<Rc<str>>,
+) -> BTreeMap<i32, Vec<FetchAssignment>> {
+    let mut wanted: BTreeMap<i32, Vec<FetchAssignment>> = BTreeMap::new();
+    for tp in image.shard_table.partitions_of(shard) {
+        let Some(p) = image
+            .topic_by_id(&tp.topic_id)
+            .and_then(|topic| topic.partition(tp.partition))
+        else {
+            continue;
+        };
+        if p.leader < 0 || p.leader == image.local_node_id || !image.is_live(p.leader) {
+            continue;
+        }
+        let Some(topic) = open(&tp) else {
+            continue;
+        };
+        wanted
+            .entry(p.leader)
+            .or_default()
+            .push((tp, topic, p.leader_epoch));
+    }
+    for partitions in wanted.values_mut() {
+        partitions.sort_by_key(|(tp, _, _)| *tp);
+    }
+    wanted
+}
+
 /// One fetcher: shared by its task and the manager.
 struct Fetcher {
     leader_id: i32,
@@ -578,25 +615,9 @@ impl ReplicaFetcherManager {
     /// leader changed moves to the new leader's fetcher; the others (led here, by nobody, not
     /// open, gone) are removed. A fetcher left without partitions stops.
     pub fn on_metadata(&self, core: &Rc<ShardCore>, image: &MetadataImage) {
-        let mut wanted: HashMap<i32, Vec<(TopicIdPartition, Rc<str>, i32)>> = HashMap::new();
-        for tp in image.shard_table.partitions_of(core.shard_id) {
-            let Some(topic) = image.topic_by_id(&tp.topic_id) else {
-                continue;
-            };
-            let Some(p) = topic.partition(tp.partition) else {
-                continue;
-            };
-            if p.leader < 0 || p.leader == image.local_node_id || !image.is_live(p.leader) {
-                continue;
-            }
-            let Some(partition) = core.replicas.get(&tp) else {
-                continue;
-            };
-            wanted
-                .entry(p.leader)
-                .or_default()
-                .push((tp, partition.topic.clone(), p.leader_epoch));
-        }
+        let wanted = partitions_to_fetch(image, core.shard_id, |tp| {
+            core.replicas.get(tp).map(|p| p.topic.clone())
+        });
         let broker_epoch = own_broker_epoch(image);
         let mut fetchers = self.fetchers.borrow_mut();
         // Partitions that left a fetcher (or a fetcher that has no partitions left).

@@ -546,3 +546,75 @@ fn connection_failures_warn_once_then_once_a_minute() {
     // Failing again after a recovery warns at once.
     assert!(log.failed(start + Duration::from_secs(62)));
 }
+
+/// Brokers and partitions are built in these two helpers only (the merge with the controller
+/// slice adds `broker_epoch` / `partition_epoch` to the images here).
+fn broker(node_id: i32) -> sluice_shard::BrokerImage {
+    sluice_shard::BrokerImage {
+        node_id,
+        host: "127.0.0.1".to_string(),
+        port: 9000 + node_id,
+        rack: None,
+    }
+}
+
+fn partition_image(partition: i32, leader: i32, shard: u16) -> sluice_shard::PartitionImage {
+    sluice_shard::PartitionImage {
+        partition,
+        leader,
+        leader_epoch: 10 + partition,
+        replicas: vec![1, 2, 3],
+        isr: vec![1, 2, 3],
+        shard: sluice_shard::ShardId(shard),
+    }
+}
+
+#[test]
+fn the_image_says_which_leader_each_hosted_partition_is_fetched_from() {
+    let mut image = MetadataImage {
+        local_node_id: LOCAL,
+        brokers: vec![broker(1), broker(2), broker(3)],
+        ..MetadataImage::default()
+    };
+    // Shard 0 hosts partitions 0-5; partition 6 is on shard 1.
+    let leaders = [2, 3, 2, LOCAL, -1, 4, 2];
+    let shards = [0, 0, 0, 0, 0, 0, 1];
+    image.put_topic(sluice_shard::TopicImage {
+        name: "t".to_string(),
+        topic_id: Uuid::from_u128(7),
+        partitions: leaders
+            .iter()
+            .zip(shards)
+            .enumerate()
+            .map(|(i, (leader, shard))| partition_image(i as i32, *leader, shard))
+            .collect(),
+        configs: Default::default(),
+    });
+    let all_open = |_: &TopicIdPartition| Some(Rc::from("t"));
+    let plan = partitions_to_fetch(&image, sluice_shard::ShardId(0), all_open);
+    let summary: Vec<(i32, Vec<(i32, i32)>)> = plan
+        .iter()
+        .map(|(leader, ps)| {
+            (
+                *leader,
+                ps.iter().map(|(tp, _, e)| (tp.partition, *e)).collect(),
+            )
+        })
+        .collect();
+    // Led here (3), by nobody (4), by a broker that is not live (5), or on another shard (6):
+    // not fetched.
+    assert_eq!(
+        summary,
+        vec![(2, vec![(0, 10), (2, 12)]), (3, vec![(1, 11)])]
+    );
+
+    // A partition not open on this shard (its log failed to open) is not fetched either.
+    let some_open = |tp: &TopicIdPartition| (tp.partition != 2).then(|| Rc::from("t"));
+    let plan = partitions_to_fetch(&image, sluice_shard::ShardId(0), some_open);
+    assert_eq!(plan[&2].len(), 1);
+
+    // Broker 3 fenced (not live): its partitions wait for a new leader.
+    image.brokers.retain(|b| b.node_id != 3);
+    let plan = partitions_to_fetch(&image, sluice_shard::ShardId(0), all_open);
+    assert_eq!(plan.keys().copied().collect::<Vec<_>>(), vec![2]);
+}
