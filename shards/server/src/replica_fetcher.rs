@@ -585,6 +585,22 @@ struct Fetcher {
 }
 
 impl Fetcher {
+    fn new(
+        leader_id: i32,
+        endpoint: (String, u16),
+        broker_epoch: i64,
+        config: FetcherConfig,
+    ) -> Fetcher {
+        Fetcher {
+            leader_id,
+            endpoint: RefCell::new(endpoint),
+            broker_epoch: Cell::new(broker_epoch),
+            state: RefCell::new(FetcherState::new(leader_id, config)),
+            changes: LocalWatch::new(0),
+            stop: LocalSignal::new(),
+        }
+    }
+
     fn changed(&self) {
         self.changes.advance(self.changes.value() + 1);
     }
@@ -649,19 +665,21 @@ impl ReplicaFetcherManager {
             let fetcher = match fetchers.get(&leader) {
                 Some(fetcher) => fetcher.clone(),
                 None => {
-                    let fetcher = Rc::new(Fetcher {
-                        leader_id: leader,
-                        endpoint: RefCell::new((broker.host.clone(), port)),
-                        broker_epoch: Cell::new(broker_epoch),
-                        state: RefCell::new(FetcherState::new(leader, self.config)),
-                        changes: LocalWatch::new(0),
-                        stop: LocalSignal::new(),
-                    });
+                    let fetcher = Rc::new(Fetcher::new(
+                        leader,
+                        (broker.host.clone(), port),
+                        broker_epoch,
+                        self.config,
+                    ));
                     let task = run_fetcher(
                         fetcher.clone(),
                         core.clone(),
                         self.config,
                         self.client_id.clone(),
+                        frame_max_bytes(
+                            &self.config,
+                            core.config.socket_request_max_bytes as usize,
+                        ),
                     );
                     match self.tasks.spawn(task) {
                         Ok(task) => drop(task.detach()),
@@ -715,27 +733,125 @@ impl ReplicaFetcherManager {
     }
 }
 
+/// The logs a fetcher copies into and the shard signal it stops on: the shard's partitions
+/// (`ShardCore`) in the broker; a test's own in the fetcher's tests.
+pub(crate) trait FollowerLogs {
+    /// Set when the shard shuts down: the fetcher ends.
+    fn shutdown_signal(&self) -> &LocalSignal;
+    /// `tp`'s next fetch, `None` when it is not (or no longer) a follower here.
+    fn fetch_state(&self, tp: &TopicIdPartition) -> Option<FollowerFetchState>;
+    /// `tp`'s topic name, for log lines.
+    fn topic(&self, tp: &TopicIdPartition) -> Rc<str>;
+    /// Appends fetched batches and takes the leader's high watermark and log start.
+    async fn append(
+        &self,
+        tp: &TopicIdPartition,
+        records: &[u8],
+        high_watermark: i64,
+        log_start_offset: i64,
+    ) -> Result<(), ReplicaError>;
+    /// Truncates after a diverging epoch.
+    async fn truncate_on_diverging_epoch(
+        &self,
+        tp: &TopicIdPartition,
+        diverging: EpochEndOffset,
+    ) -> Result<(), ReplicaError>;
+    /// Truncates after an out-of-range fetch offset, given the leader's log start and end.
+    async fn truncate_on_out_of_range(
+        &self,
+        tp: &TopicIdPartition,
+        leader_log_start_offset: i64,
+        leader_log_end_offset: i64,
+    ) -> Result<(), ReplicaError>;
+}
+
+impl FollowerLogs for ShardCore {
+    fn shutdown_signal(&self) -> &LocalSignal {
+        &self.shutdown
+    }
+
+    fn fetch_state(&self, tp: &TopicIdPartition) -> Option<FollowerFetchState> {
+        self.replicas.get(tp)?.follower_fetch_state()
+    }
+
+    fn topic(&self, tp: &TopicIdPartition) -> Rc<str> {
+        self.replicas
+            .get(tp)
+            .map(|p| p.topic.clone())
+            .unwrap_or_else(|| Rc::from(""))
+    }
+
+    async fn append(
+        &self,
+        tp: &TopicIdPartition,
+        records: &[u8],
+        high_watermark: i64,
+        log_start_offset: i64,
+    ) -> Result<(), ReplicaError> {
+        let partition = self
+            .replicas
+            .get(tp)
+            .ok_or(ReplicaError::UnknownTopicOrPartition)?;
+        partition
+            .append_records_as_follower(records, high_watermark, log_start_offset)
+            .await
+            .map(|_| ())
+    }
+
+    async fn truncate_on_diverging_epoch(
+        &self,
+        tp: &TopicIdPartition,
+        diverging: EpochEndOffset,
+    ) -> Result<(), ReplicaError> {
+        let partition = self
+            .replicas
+            .get(tp)
+            .ok_or(ReplicaError::UnknownTopicOrPartition)?;
+        partition.truncate_on_diverging_epoch(diverging).await
+    }
+
+    async fn truncate_on_out_of_range(
+        &self,
+        tp: &TopicIdPartition,
+        leader_log_start_offset: i64,
+        leader_log_end_offset: i64,
+    ) -> Result<(), ReplicaError> {
+        let partition = self
+            .replicas
+            .get(tp)
+            .ok_or(ReplicaError::UnknownTopicOrPartition)?;
+        partition
+            .truncate_on_out_of_range(leader_log_start_offset, leader_log_end_offset)
+            .await
+    }
+}
+
+/// The largest response frame a fetcher reads: the response limit, plus a first batch that
+/// may exceed it (Kafka returns one whole), plus headers; never below the broker's own request
+/// bound.
+fn frame_max_bytes(config: &FetcherConfig, socket_request_max_bytes: usize) -> usize {
+    (config.response_max_bytes.max(0) as usize)
+        .saturating_mul(2)
+        .max(socket_request_max_bytes)
+}
+
 /// One fetcher's task: fetch, apply, repeat, until stopped.
-async fn run_fetcher(
+async fn run_fetcher<L: FollowerLogs>(
     fetcher: Rc<Fetcher>,
-    core: Rc<ShardCore>,
+    logs: Rc<L>,
     config: FetcherConfig,
     client_id: String,
+    frame_max_bytes: usize,
 ) {
     let leader = fetcher.leader_id;
     let mut connection: Option<BrokerConnection> = None;
     let mut failures = FailureLog::default();
-    let follower_state =
-        |tp: &TopicIdPartition| core.replicas.get(tp).and_then(|p| p.follower_fetch_state());
+    let follower_state = |tp: &TopicIdPartition| logs.fetch_state(tp);
     // A fetch may wait `max_wait_ms` at the leader before its answer even starts.
     let request_timeout =
         REPLICA_SOCKET_TIMEOUT + Duration::from_millis(config.max_wait_ms.max(0) as u64);
-    // The frame bound: the response limit, plus a first batch that may exceed it (Kafka
-    // returns one whole), plus headers; never below the broker's own request bound.
-    let frame_max_bytes = (config.response_max_bytes.max(0) as usize)
-        .saturating_mul(2)
-        .max(core.config.socket_request_max_bytes as usize);
-    while !fetcher.stop.is_triggered() && !core.shutdown.is_triggered() {
+    let stop = || futures_lite::future::or(fetcher.stop.wait(), logs.shutdown_signal().wait());
+    while !fetcher.stop.is_triggered() && !logs.shutdown_signal().is_triggered() {
         let seen = fetcher.changes.value();
         let now = Instant::now();
         let request = fetcher.state.borrow_mut().build_request(
@@ -750,7 +866,7 @@ async fn run_fetcher(
             let wait = until
                 .map(|u| u.saturating_duration_since(now))
                 .unwrap_or(config.backoff.max(Duration::from_millis(100)));
-            wait_any(&fetcher, &core, async {
+            unless_stopped(stop(), async {
                 futures_lite::future::or(fetcher.changes.wait_beyond(seen), async {
                     glommio::timer::sleep(wait).await;
                 })
@@ -761,9 +877,8 @@ async fn run_fetcher(
         };
         if connection.is_none() {
             let (host, port) = fetcher.endpoint.borrow().clone();
-            let connected = wait_any(
-                &fetcher,
-                &core,
+            let connected = unless_stopped(
+                stop(),
                 BrokerConnection::connect(
                     &host,
                     port,
@@ -786,9 +901,8 @@ async fn run_fetcher(
         let Some(conn) = connection.as_mut() else {
             continue;
         };
-        let sent = wait_any(
-            &fetcher,
-            &core,
+        let sent = unless_stopped(
+            stop(),
             conn.send(
                 RequestBody::Fetch(request),
                 REPLICA_FETCH_VERSION,
@@ -828,11 +942,11 @@ async fn run_fetcher(
         for action in actions {
             match action {
                 PartitionAction::OutOfRange { .. } => out_of_range.push(action),
-                other => local.push(apply_local(&core, other)),
+                other => local.push(apply_local(&*logs, other)),
             }
         }
         for (tp, result) in join_all(local).await {
-            settle(&fetcher, &core, tp, result);
+            settle(&fetcher, &*logs, tp, result);
         }
         let mut connection_broken = false;
         for action in out_of_range {
@@ -844,9 +958,8 @@ async fn run_fetcher(
             else {
                 continue;
             };
-            let offsets = wait_any(
-                &fetcher,
-                &core,
+            let offsets = unless_stopped(
+                stop(),
                 leader_offsets(
                     conn,
                     config.replica_id,
@@ -859,11 +972,8 @@ async fn run_fetcher(
             match offsets {
                 None => break,
                 Some(Ok(Ok((start, end)))) => {
-                    let result = match core.replicas.get(&tp) {
-                        Some(p) => p.truncate_on_out_of_range(start, end).await,
-                        None => Err(ReplicaError::UnknownTopicOrPartition),
-                    };
-                    settle(&fetcher, &core, tp, result);
+                    let result = logs.truncate_on_out_of_range(&tp, start, end).await;
+                    settle(&fetcher, &*logs, tp, result);
                 }
                 Some(Ok(Err(code))) => {
                     debug!(%topic, partition = tp.partition, leader, error = error_name(code.0), "leader offsets unavailable; backing off");
@@ -885,22 +995,22 @@ async fn run_fetcher(
     debug!(leader, "replica fetcher task ended");
 }
 
-/// Runs `future` unless the fetcher is stopped or the shard shuts down first (None then).
-async fn wait_any<T>(
-    fetcher: &Fetcher,
-    core: &ShardCore,
+/// Runs `future` unless `stop` resolves first (None then): a stopped fetcher drops its
+/// request in flight with its connection, it does not wait for the answer.
+async fn unless_stopped<T>(
+    stop: impl std::future::Future<Output = ()>,
     future: impl std::future::Future<Output = T>,
 ) -> Option<T> {
     futures_lite::future::or(async { Some(future.await) }, async {
-        futures_lite::future::or(fetcher.stop.wait(), core.shutdown.wait()).await;
+        stop.await;
         None
     })
     .await
 }
 
 /// Applies an append or a diverging-epoch truncation to the partition's log.
-async fn apply_local(
-    core: &ShardCore,
+async fn apply_local<L: FollowerLogs>(
+    logs: &L,
     action: PartitionAction,
 ) -> (TopicIdPartition, Result<(), ReplicaError>) {
     match action {
@@ -911,32 +1021,25 @@ async fn apply_local(
             high_watermark,
             log_start_offset,
         } => {
-            let Some(p) = core.replicas.get(&tp) else {
-                return (tp, Err(ReplicaError::UnknownTopicOrPartition));
-            };
-            let result = p
-                .append_records_as_follower(&records, high_watermark, log_start_offset)
-                .await
-                .map(|_| ());
+            let result = logs
+                .append(&tp, &records, high_watermark, log_start_offset)
+                .await;
             // The log moved under this append (a role change truncated it, or another
             // fetcher's append landed while the partition moved between leaders): the error
             // says nothing about the log's health; the next fetch starts from where it is now.
-            let moved = p
-                .follower_fetch_state()
+            let moved = logs
+                .fetch_state(&tp)
                 .is_none_or(|s| s.fetch_offset != fetch_offset);
             match result {
                 Err(error) if moved => {
-                    debug!(topic = %p.topic, partition = tp.partition, %error, "follower log moved during the append; fetching again from its end");
+                    debug!(topic = %logs.topic(&tp), partition = tp.partition, %error, "follower log moved during the append; fetching again from its end");
                     (tp, Ok(()))
                 }
                 result => (tp, result),
             }
         }
         PartitionAction::TruncateOnDivergingEpoch { tp, diverging } => {
-            let result = match core.replicas.get(&tp) {
-                Some(p) => p.truncate_on_diverging_epoch(diverging).await,
-                None => Err(ReplicaError::UnknownTopicOrPartition),
-            };
+            let result = logs.truncate_on_diverging_epoch(&tp, diverging).await;
             (tp, result)
         }
         PartitionAction::OutOfRange { tp, .. } => (tp, Ok(())),
@@ -945,20 +1048,16 @@ async fn apply_local(
 
 /// Records how an action on `tp` ended: a storage error takes the partition out of fetching
 /// (its log is unusable until restart), another error waits the backoff.
-fn settle(
+fn settle<L: FollowerLogs>(
     fetcher: &Fetcher,
-    core: &ShardCore,
+    logs: &L,
     tp: TopicIdPartition,
     result: Result<(), ReplicaError>,
 ) {
     let Err(error) = result else {
         return;
     };
-    let topic = core
-        .replicas
-        .get(&tp)
-        .map(|p| p.topic.clone())
-        .unwrap_or_else(|| Rc::from(""));
+    let topic = logs.topic(&tp);
     let mut state = fetcher.state.borrow_mut();
     match error {
         ReplicaError::Storage(_) => {

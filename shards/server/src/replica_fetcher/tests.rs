@@ -618,3 +618,238 @@ fn the_image_says_which_leader_each_hosted_partition_is_fetched_from() {
     let plan = partitions_to_fetch(&image, sluice_shard::ShardId(0), all_open);
     assert_eq!(plan.keys().copied().collect::<Vec<_>>(), vec![2]);
 }
+
+// The fetcher's task over real sockets, with leaders that are down, hang up, or never answer:
+// it retries after the backoff (never in a loop), keeps one request in flight, and stops at
+// once when told.
+
+/// A follower's side for the task tests: one partition, following `LEADER` from offset 0.
+/// Counts the requests the task builds (each asks for the partition's state once). No leader
+/// here ever answers a fetch, so nothing is appended or truncated.
+struct IdleFollower {
+    shutdown: LocalSignal,
+    requests: Cell<u32>,
+}
+
+impl IdleFollower {
+    fn new() -> Rc<IdleFollower> {
+        Rc::new(IdleFollower {
+            shutdown: LocalSignal::new(),
+            requests: Cell::new(0),
+        })
+    }
+}
+
+impl FollowerLogs for IdleFollower {
+    fn shutdown_signal(&self) -> &LocalSignal {
+        &self.shutdown
+    }
+
+    fn fetch_state(&self, _: &TopicIdPartition) -> Option<FollowerFetchState> {
+        self.requests.set(self.requests.get() + 1);
+        Some(FollowerFetchState {
+            leader_id: LEADER,
+            current_leader_epoch: 5,
+            fetch_offset: 0,
+            last_fetched_epoch: None,
+            log_start_offset: 0,
+        })
+    }
+
+    fn topic(&self, _: &TopicIdPartition) -> Rc<str> {
+        Rc::from("t")
+    }
+
+    async fn append(
+        &self,
+        _: &TopicIdPartition,
+        _: &[u8],
+        _: i64,
+        _: i64,
+    ) -> Result<(), ReplicaError> {
+        unreachable!("no leader in these tests answers a fetch")
+    }
+
+    async fn truncate_on_diverging_epoch(
+        &self,
+        _: &TopicIdPartition,
+        _: EpochEndOffset,
+    ) -> Result<(), ReplicaError> {
+        unreachable!("no leader in these tests answers a fetch")
+    }
+
+    async fn truncate_on_out_of_range(
+        &self,
+        _: &TopicIdPartition,
+        _: i64,
+        _: i64,
+    ) -> Result<(), ReplicaError> {
+        unreachable!("no leader in these tests answers a fetch")
+    }
+}
+
+fn task_config(backoff_ms: u64) -> FetcherConfig {
+    FetcherConfig {
+        backoff: Duration::from_millis(backoff_ms),
+        ..config()
+    }
+}
+
+/// A fetcher of `LEADER` at 127.0.0.1:`port`, with partition tp(1, 0) unless `empty`.
+fn task_fetcher(port: u16, config: FetcherConfig, empty: bool) -> Rc<Fetcher> {
+    let fetcher = Rc::new(Fetcher::new(
+        LEADER,
+        ("127.0.0.1".to_string(), port),
+        BROKER_EPOCH,
+        config,
+    ));
+    if !empty {
+        fetcher
+            .state
+            .borrow_mut()
+            .add_partition(tp(1, 0), Rc::from("t"), 5);
+    }
+    fetcher
+}
+
+fn spawn_task(
+    fetcher: &Rc<Fetcher>,
+    logs: &Rc<IdleFollower>,
+    config: FetcherConfig,
+) -> glommio::Task<()> {
+    glommio::spawn_local(run_fetcher(
+        fetcher.clone(),
+        logs.clone(),
+        config,
+        "sluice-replica-fetcher-1-0".to_string(),
+        1 << 20,
+    ))
+}
+
+/// Accepts connections on 127.0.0.1 until the test ends; `hold` keeps them open (a leader
+/// that never answers), otherwise each is closed at once (a leader that hangs up, as one does
+/// on a request it cannot parse). Returns the port and the count of connections accepted.
+fn leader_listener(hold: bool) -> (u16, Rc<Cell<u32>>) {
+    let listener = glommio::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let accepted = Rc::new(Cell::new(0));
+    let count = accepted.clone();
+    glommio::spawn_local(async move {
+        let mut held = Vec::new();
+        while let Ok(stream) = listener.accept().await {
+            count.set(count.get() + 1);
+            if hold {
+                held.push(stream);
+            }
+        }
+    })
+    .detach();
+    (port, accepted)
+}
+
+fn on_glommio<Fut: std::future::Future<Output = ()> + 'static>(
+    test: impl FnOnce() -> Fut + Send + 'static,
+) {
+    glommio::LocalExecutorBuilder::default()
+        .spawn(test)
+        .unwrap()
+        .join()
+        .unwrap();
+}
+
+#[test]
+fn a_leader_that_is_down_is_retried_after_the_backoff_not_in_a_loop() {
+    on_glommio(|| async {
+        // A port nothing listens on: every connect is refused at once.
+        let port = {
+            let probe = glommio::net::TcpListener::bind("127.0.0.1:0").unwrap();
+            probe.local_addr().unwrap().port()
+        };
+        let config = task_config(100);
+        let fetcher = task_fetcher(port, config, false);
+        let logs = IdleFollower::new();
+        let task = spawn_task(&fetcher, &logs, config);
+        glommio::timer::sleep(Duration::from_secs(1)).await;
+        fetcher.stop.trigger();
+        let stopping = Instant::now();
+        task.await;
+        assert!(stopping.elapsed() < Duration::from_millis(500));
+        // One attempt per 100 ms backoff: about 10 in a second (a loop would make thousands).
+        let attempts = logs.requests.get();
+        assert!((3..=15).contains(&attempts), "{attempts} attempts in 1 s");
+    });
+}
+
+#[test]
+fn a_leader_that_hangs_up_is_reconnected_after_the_backoff() {
+    on_glommio(|| async {
+        let (port, accepted) = leader_listener(false);
+        let config = task_config(100);
+        let fetcher = task_fetcher(port, config, false);
+        let logs = IdleFollower::new();
+        let task = spawn_task(&fetcher, &logs, config);
+        glommio::timer::sleep(Duration::from_secs(1)).await;
+        logs.shutdown.trigger();
+        task.await;
+        let connections = accepted.get();
+        assert!(
+            (3..=15).contains(&connections),
+            "{connections} connections in 1 s"
+        );
+        assert_eq!(
+            logs.requests.get(),
+            connections,
+            "one request per connection"
+        );
+    });
+}
+
+#[test]
+fn one_request_in_flight_and_a_stop_does_not_wait_for_its_answer() {
+    on_glommio(|| async {
+        let (port, accepted) = leader_listener(true);
+        let config = task_config(100);
+        let fetcher = task_fetcher(port, config, false);
+        let logs = IdleFollower::new();
+        let task = spawn_task(&fetcher, &logs, config);
+        glommio::timer::sleep(Duration::from_millis(500)).await;
+        // The leader holds the request (its long poll): nothing else is sent meanwhile.
+        assert_eq!((accepted.get(), logs.requests.get()), (1, 1));
+        logs.shutdown.trigger();
+        let stopping = Instant::now();
+        task.await;
+        // Not the request timeout (30 s and more): the shutdown ends the wait.
+        assert!(stopping.elapsed() < Duration::from_millis(500));
+    });
+}
+
+#[test]
+fn partitions_added_to_an_idle_fetcher_are_fetched_at_once() {
+    on_glommio(|| async {
+        let (port, accepted) = leader_listener(true);
+        // With nothing to fetch the task sleeps up to the backoff: 10 s here.
+        let config = task_config(10_000);
+        let fetcher = task_fetcher(port, config, true);
+        let logs = IdleFollower::new();
+        let task = spawn_task(&fetcher, &logs, config);
+        glommio::timer::sleep(Duration::from_millis(200)).await;
+        assert_eq!(accepted.get(), 0, "nothing to fetch, no connection");
+        fetcher
+            .state
+            .borrow_mut()
+            .add_partition(tp(1, 0), Rc::from("t"), 5);
+        fetcher.changed();
+        let added = Instant::now();
+        while accepted.get() == 0 && added.elapsed() < Duration::from_secs(5) {
+            glommio::timer::sleep(Duration::from_millis(10)).await;
+        }
+        assert_eq!(accepted.get(), 1);
+        assert!(
+            added.elapsed() < Duration::from_secs(1),
+            "{:?}",
+            added.elapsed()
+        );
+        fetcher.stop.trigger();
+        task.await;
+    });
+}
