@@ -54,6 +54,11 @@ pub const REPLICA_LIST_OFFSETS_VERSION: i16 = 10;
 /// the fetch's own wait before the connection is dropped.
 const REPLICA_SOCKET_TIMEOUT: Duration = Duration::from_secs(30);
 
+/// The shortest wait after a failed request (connection refused or lost, timeout), whatever
+/// `replica.fetch.backoff.ms` says (0 is allowed): Kafka's `reconnect.backoff.ms` default.
+/// Without it a leader that is down would be redialled in a loop.
+const RECONNECT_BACKOFF_MIN: Duration = Duration::from_millis(50);
+
 /// A connection error is logged at warn level once when the fetcher starts failing, then at
 /// most this often while it keeps failing (every retry is logged at debug level).
 const CONNECTION_WARN_INTERVAL: Duration = Duration::from_secs(60);
@@ -345,7 +350,7 @@ impl FetcherState {
                 error = error_name(response.error_code),
                 "replica fetch failed as a whole"
             );
-            self.delay_all(&in_flight, now);
+            self.delay_all(&in_flight, now + self.config.backoff);
             self.in_flight = in_flight;
             self.in_flight.clear();
             return actions;
@@ -443,10 +448,11 @@ impl FetcherState {
     }
 
     /// The request in flight failed (connection error, timeout, undecodable answer): every
-    /// partition in it waits the backoff.
+    /// partition in it waits the backoff (at least [`RECONNECT_BACKOFF_MIN`]).
     pub fn on_request_failed(&mut self, now: Instant) {
         let in_flight = std::mem::take(&mut self.in_flight);
-        self.delay_all(&in_flight, now);
+        let until = now + self.config.backoff.max(RECONNECT_BACKOFF_MIN);
+        self.delay_all(&in_flight, until);
         self.in_flight = in_flight;
         self.in_flight.clear();
     }
@@ -469,13 +475,11 @@ impl FetcherState {
         }
     }
 
-    fn delay_all(&mut self, in_flight: &[InFlight], now: Instant) {
+    fn delay_all(&mut self, in_flight: &[InFlight], until: Instant) {
         for f in in_flight {
             if let Some(p) = self.partitions.get_mut(&f.tp) {
                 if p.status == PartitionStatus::Fetching {
-                    p.status = PartitionStatus::Delayed {
-                        until: now + self.config.backoff,
-                    };
+                    p.status = PartitionStatus::Delayed { until };
                 }
             }
         }

@@ -781,6 +781,26 @@ fn a_leader_that_is_down_is_retried_after_the_backoff_not_in_a_loop() {
 }
 
 #[test]
+fn a_zero_backoff_still_waits_before_redialling() {
+    let (mut state, followers) = fetcher(&[tp(1, 0)]);
+    state.config.backoff = Duration::ZERO;
+    let now = Instant::now();
+    state.build_request(now, BROKER_EPOCH, followers.lookup());
+    state.on_request_failed(now);
+    let until = now + RECONNECT_BACKOFF_MIN;
+    assert_eq!(state.next_wakeup(), Some(until));
+    // An error the leader answers is retried with the next request, as Kafka does with 0.
+    let request = state.build_request(until, BROKER_EPOCH, followers.lookup());
+    assert!(request.is_some());
+    state.handle_response(
+        until,
+        response(vec![(tp(1, 0), data(ErrorCode::NOT_LEADER_OR_FOLLOWER))]),
+        followers.lookup(),
+    );
+    assert_eq!(state.next_wakeup(), Some(until));
+}
+
+#[test]
 fn a_leader_that_hangs_up_is_reconnected_after_the_backoff() {
     on_glommio(|| async {
         let (port, accepted) = leader_listener(false);
