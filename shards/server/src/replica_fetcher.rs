@@ -542,9 +542,9 @@ impl FailureLog {
 pub type FetchAssignment = (TopicIdPartition, Rc<str>, i32);
 
 /// What `shard` must fetch by `image`, by leader broker: the partitions it hosts (`open`
-/// gives the topic name of an open one) whose leader is another live broker. Partitions led
-/// here, led by nobody (-1), led by a broker that is not live (fenced or gone), or not open
-/// are not fetched.
+/// gives the topic name of an open one) whose leader is another live broker, each leader's
+/// sorted by partition. Partitions led here, led by nobody (-1), led by a broker that is not
+/// live (fenced or gone), or not open are not fetched.
 pub fn partitions_to_fetch(
     image: &MetadataImage,
     shard: sluice_shard::ShardId,
@@ -646,7 +646,10 @@ impl ReplicaFetcherManager {
             let mut state = fetcher.state.borrow_mut();
             let gone: Vec<TopicIdPartition> = state
                 .partitions()
-                .filter(|tp| keep.is_none_or(|k| !k.iter().any(|(t, _, _)| t == tp)))
+                .filter(|tp| {
+                    // `partitions_to_fetch` sorts each leader's list.
+                    keep.is_none_or(|k| k.binary_search_by_key(tp, |(t, _, _)| *t).is_err())
+                })
                 .collect();
             for tp in &gone {
                 state.remove_partition(tp);
