@@ -19,6 +19,10 @@ use crate::socket_io;
 /// Bytes read per system call at least (a Fetch response is often far larger).
 const READ_CHUNK_BYTES: usize = 64 * 1024;
 
+/// A read buffer larger than this is let go once empty, so that one large response does not
+/// pin its size for the connection's life (as `connection.rs` does for requests).
+const READ_BUFFER_RETAINED_BYTES: usize = 1 << 20;
+
 /// Why a request to another broker failed; the connection is unusable after any of them.
 #[derive(Debug, thiserror::Error)]
 pub enum BrokerClientError {
@@ -112,6 +116,9 @@ impl BrokerConnection {
             correlation_id: self.correlation_id,
             client_id: Some(self.client_id.clone()),
         };
+        if self.buf.is_empty() && self.buf.capacity() > READ_BUFFER_RETAINED_BYTES {
+            self.buf = BytesMut::new();
+        }
         let frame = encode_request(&header, &body).freeze();
         socket_io::write_segments(&mut self.stream, std::slice::from_ref(&frame)).await?;
         let frame = loop {
