@@ -208,6 +208,26 @@ pub struct BrokerConfig {
     pub delete_topic_enable: bool,
     /// `producer.id.expiration.ms`: a partition forgets an idle producer id after this long.
     pub producer_id_expiration_ms: i64,
+    /// `replica.fetch.max.bytes`: bytes a follower asks per partition in one Fetch (the leader
+    /// still returns a whole first batch if it is larger).
+    pub replica_fetch_max_bytes: i32,
+    /// `replica.fetch.response.max.bytes`: bytes a follower asks for in one Fetch response, all
+    /// partitions together (the first batch is returned whole even if it is larger).
+    pub replica_fetch_response_max_bytes: i32,
+    /// `replica.fetch.wait.max.ms`: how long the leader holds a follower's Fetch that has
+    /// fewer than `replica.fetch.min.bytes` to return.
+    pub replica_fetch_wait_max_ms: i32,
+    /// `replica.fetch.min.bytes`: bytes a follower's Fetch waits for (up to the wait above).
+    pub replica_fetch_min_bytes: i32,
+    /// `replica.fetch.backoff.ms`: a follower's pause after a fetch error, for the partition
+    /// (or the whole connection) that failed.
+    pub replica_fetch_backoff_ms: i32,
+    /// `replica.lag.time.max.ms`: a follower not caught up with the leader's end for this long
+    /// leaves the ISR.
+    pub replica_lag_time_max_ms: i64,
+    /// `num.replica.fetchers`: accepted and ignored; Sluice runs one fetcher per data shard and
+    /// leader broker.
+    pub num_replica_fetchers: i32,
     /// `group.min.session.timeout.ms`.
     pub group_min_session_timeout_ms: i32,
     /// `group.max.session.timeout.ms`.
@@ -374,6 +394,13 @@ impl BrokerConfig {
             auto_create_topics_enable: true,
             delete_topic_enable: true,
             producer_id_expiration_ms: 86_400_000,
+            replica_fetch_max_bytes: 1_048_576,
+            replica_fetch_response_max_bytes: 10_485_760,
+            replica_fetch_wait_max_ms: 500,
+            replica_fetch_min_bytes: 1,
+            replica_fetch_backoff_ms: 1_000,
+            replica_lag_time_max_ms: 30_000,
+            num_replica_fetchers: 1,
             group_min_session_timeout_ms: 6_000,
             group_max_session_timeout_ms: 1_800_000,
             group_initial_rebalance_delay_ms: 3_000,

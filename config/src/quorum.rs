@@ -297,6 +297,13 @@ impl BrokerConfig {
                  controller listener (controller.listener.names={names})"
             ));
         }
+        if i64::from(self.replica_fetch_wait_max_ms) > self.replica_lag_time_max_ms {
+            return conflict(format!(
+                "replica.fetch.wait.max.ms ({}) must be at most replica.lag.time.max.ms ({}): a \
+                 follower whose fetch waits longer would keep leaving the ISR (Kafka's rule)",
+                self.replica_fetch_wait_max_ms, self.replica_lag_time_max_ms
+            ));
+        }
         if self.broker_session_timeout_ms <= self.broker_heartbeat_interval_ms {
             return conflict(format!(
                 "broker.session.timeout.ms ({}) must be greater than \
@@ -336,6 +343,36 @@ mod tests {
             Err(ConfigError::Conflict { message }) => message,
             other => panic!("expected a conflict for {lines:?}, got {other:?}"),
         }
+    }
+
+    #[test]
+    fn replica_fetch_wait_is_at_most_the_lag_time() {
+        let message = conflict(&[
+            "replica.fetch.wait.max.ms = 2000",
+            "replica.lag.time.max.ms = 1000",
+        ]);
+        assert!(
+            message.contains("replica.fetch.wait.max.ms (2000)"),
+            "{message}"
+        );
+        let config = load(&[
+            "replica.fetch.wait.max.ms = 1000",
+            "replica.lag.time.max.ms = 1000",
+        ])
+        .unwrap();
+        assert_eq!(config.replica_fetch_wait_max_ms, 1000);
+        let defaults = BrokerConfig::default_single_node();
+        assert_eq!(
+            (
+                defaults.replica_fetch_max_bytes,
+                defaults.replica_fetch_response_max_bytes,
+                defaults.replica_fetch_wait_max_ms,
+                defaults.replica_fetch_min_bytes,
+                defaults.replica_fetch_backoff_ms,
+                defaults.replica_lag_time_max_ms,
+            ),
+            (1_048_576, 10_485_760, 500, 1, 1_000, 30_000)
+        );
     }
 
     fn voters_line() -> String {

@@ -317,6 +317,62 @@ pub static SETTINGS: &[Setting] = &[
         },
     },
     Setting {
+        name: "replica.fetch.max.bytes",
+        doc: "Bytes a follower asks for per partition in one Fetch; a larger first batch still comes whole.",
+        apply: |c, v| {
+            c.replica_fetch_max_bytes = int_in(v, 0, i32::MAX as i64)? as i32;
+            Ok(())
+        },
+    },
+    Setting {
+        name: "replica.fetch.response.max.bytes",
+        doc: "Bytes a follower asks for in one Fetch response, all partitions together; a larger first batch still comes whole.",
+        apply: |c, v| {
+            c.replica_fetch_response_max_bytes = int_in(v, 0, i32::MAX as i64)? as i32;
+            Ok(())
+        },
+    },
+    Setting {
+        name: "replica.fetch.wait.max.ms",
+        doc: "How long the leader holds a follower's Fetch that has less than replica.fetch.min.bytes to return; at most replica.lag.time.max.ms.",
+        apply: |c, v| {
+            c.replica_fetch_wait_max_ms = int_in(v, 0, i32::MAX as i64)? as i32;
+            Ok(())
+        },
+    },
+    Setting {
+        name: "replica.fetch.min.bytes",
+        doc: "Bytes a follower's Fetch waits for, up to replica.fetch.wait.max.ms.",
+        apply: |c, v| {
+            c.replica_fetch_min_bytes = int_in(v, 0, i32::MAX as i64)? as i32;
+            Ok(())
+        },
+    },
+    Setting {
+        name: "replica.fetch.backoff.ms",
+        doc: "A follower's pause after a fetch error, for the partition (or the connection) that failed.",
+        apply: |c, v| {
+            c.replica_fetch_backoff_ms = int_in(v, 0, i32::MAX as i64)? as i32;
+            Ok(())
+        },
+    },
+    Setting {
+        name: "replica.lag.time.max.ms",
+        doc: "A follower that has not caught up with the leader's log end for this long leaves the ISR.",
+        apply: |c, v| {
+            c.replica_lag_time_max_ms = int_in(v, 0, i64::MAX)?;
+            Ok(())
+        },
+    },
+    Setting {
+        name: "num.replica.fetchers",
+        doc: "Accepted and ignored: each data shard runs one fetcher (one connection) per leader broker.",
+        apply: |c, v| {
+            c.num_replica_fetchers = int_in(v, 1, i32::MAX as i64)? as i32;
+            Ok(())
+        },
+    },
+    Setting {
         name: "group.min.session.timeout.ms",
         doc: "Shortest session timeout a consumer group member may ask for.",
         apply: |c, v| {

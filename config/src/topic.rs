@@ -426,6 +426,15 @@ fn broker_setting_value(c: &BrokerConfig, name: &str) -> (Option<String>, Config
         "auto.create.topics.enable" => (s(c.auto_create_topics_enable.to_string()), Boolean),
         "delete.topic.enable" => (s(c.delete_topic_enable.to_string()), Boolean),
         "producer.id.expiration.ms" => (s(c.producer_id_expiration_ms.to_string()), Int),
+        "replica.fetch.max.bytes" => (s(c.replica_fetch_max_bytes.to_string()), Int),
+        "replica.fetch.response.max.bytes" => {
+            (s(c.replica_fetch_response_max_bytes.to_string()), Int)
+        }
+        "replica.fetch.wait.max.ms" => (s(c.replica_fetch_wait_max_ms.to_string()), Int),
+        "replica.fetch.min.bytes" => (s(c.replica_fetch_min_bytes.to_string()), Int),
+        "replica.fetch.backoff.ms" => (s(c.replica_fetch_backoff_ms.to_string()), Int),
+        "replica.lag.time.max.ms" => (s(c.replica_lag_time_max_ms.to_string()), Long),
+        "num.replica.fetchers" => (s(c.num_replica_fetchers.to_string()), Int),
         "group.min.session.timeout.ms" => (s(c.group_min_session_timeout_ms.to_string()), Int),
         "group.max.session.timeout.ms" => (s(c.group_max_session_timeout_ms.to_string()), Int),
         "group.initial.rebalance.delay.ms" => {

@@ -1,6 +1,6 @@
 //! Everything one shard's request path shares: the `ShardCore` (identity, partitions, image,
 //! mesh, configuration, signals) and the components built on it — the group coordinator, the
-//! producer id block, the connection gate and the counters. The components never name
+//! producer id block, the connection gate, the replica fetchers and the counters. The components never name
 //! `ShardContext`: they take the core or narrower pieces, so the dependency runs one way,
 //! from the request path (connection, dispatch, handlers, router, local, pump) through this
 //! context down to the components and the core.
@@ -13,6 +13,7 @@ use glommio::sync::Gate;
 use crate::group_manager::GroupManager;
 use crate::metrics::ShardMetrics;
 use crate::producer_ids::ProducerIdAllocator;
+use crate::replica_fetcher::ReplicaFetcherManager;
 use crate::shard_core::ShardCore;
 
 /// Per-shard state, shared by that shard's tasks as `Rc<ShardContext>`. Reads through to its
@@ -29,12 +30,16 @@ pub struct ShardContext {
     pub connections: Gate,
     /// This shard's counters, when the metrics endpoint is configured (None: nothing counted).
     pub metrics: Option<ShardMetrics>,
+    /// The fetchers of the partitions this shard hosts as a follower, one per leader broker.
+    pub replica_fetchers: ReplicaFetcherManager,
 }
 
 impl ShardContext {
     /// A context over `core`, with no groups loaded and no producer ids yet.
     pub fn new(core: ShardCore) -> ShardContext {
+        let replica_fetchers = ReplicaFetcherManager::new(&core.config, core.shard_id);
         ShardContext {
+            replica_fetchers,
             core: Rc::new(core),
             producer_ids: ProducerIdAllocator::default(),
             groups: Rc::new(GroupManager::default()),

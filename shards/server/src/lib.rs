@@ -6,6 +6,7 @@
 //! opens this shard's partitions), listen, serve, and on shutdown drain connections, wait for
 //! every shard to drain, then close the logs.
 
+pub mod broker_client;
 mod connection;
 mod context;
 mod controller_client;
@@ -20,6 +21,7 @@ mod log_manager;
 pub mod metrics;
 mod producer_ids;
 mod pump;
+pub mod replica_fetcher;
 mod replication;
 mod router;
 mod shard_core;
@@ -171,6 +173,8 @@ async fn serve(start: ShardStart) -> Result<(), String> {
     }
     let _ = events.send(ShardEvent::Drained(shard_id));
     let _ = finish.await;
+    // No follower append may run into a closing log.
+    ctx.replica_fetchers.shutdown().await;
     ctx.replicas.shutdown().await;
     mesh.close();
     info!(%shard_id, "shard stopped");

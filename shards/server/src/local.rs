@@ -267,6 +267,8 @@ pub async fn apply_metadata(ctx: &ShardContext, image: Arc<MetadataImage>) {
     }
     replication::apply_roles(&ctx.core, &image).await;
     ctx.groups.on_metadata(&ctx.core, &image);
+    // After the partitions are open: the fetchers fetch the ones led by another broker.
+    ctx.replica_fetchers.on_metadata(&ctx.core, &image);
     ctx.set_image(image);
     ctx.metadata_ready.trigger();
 }

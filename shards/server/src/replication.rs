@@ -35,7 +35,7 @@ pub fn replication_config(core: &ShardCore, topic: &TopicImage) -> ReplicationCo
         .unwrap_or(core.config.min_insync_replicas.max(1) as usize);
     ReplicationConfig {
         min_insync_replicas,
-        replica_lag_time_max_ms: standin::replica_lag_time_max_ms(&core.config),
+        replica_lag_time_max_ms: core.config.replica_lag_time_max_ms,
     }
 }
 
@@ -142,7 +142,7 @@ async fn alter_partition(
 /// Kafka's `isr-expiration` task: every half `replica.lag.time.max.ms`, each partition this
 /// shard leads drops followers that stopped keeping up.
 pub fn spawn_isr_expiration(core: Rc<ShardCore>) {
-    let lag_ms = standin::replica_lag_time_max_ms(&core.config).max(2) as u64;
+    let lag_ms = core.config.replica_lag_time_max_ms.max(2) as u64;
     every(core, Duration::from_millis(lag_ms / 2), |core| async move {
         for partition in core.replicas.partitions() {
             if let Some(request) = partition.maybe_shrink_isr() {

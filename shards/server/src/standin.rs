@@ -11,9 +11,6 @@ pub fn partition_epoch(p: &PartitionImage) -> i32 {
 pub fn broker_epoch(b: &BrokerImage) -> i64 {
     todo!()
 }
-pub fn replica_lag_time_max_ms(c: &sluice_config::BrokerConfig) -> i64 {
-    todo!()
-}
 pub struct AlterPartitionItem {
     pub topic_id: Uuid,
     pub partition: i32,

@@ -115,9 +115,14 @@ impl Partition {
                 if state.leader_epoch() == registration.leader_epoch {
                     state.update_alive_brokers(alive_broker_epochs);
                     state.set_config(config);
-                    if state.update_registration(registration, leader_end, now) {
-                        self.log.update_high_watermark(state.high_watermark());
+                    let moved = state.update_registration(registration, leader_end, now);
+                    let high_watermark = state.high_watermark();
+                    drop(role);
+                    if moved {
+                        self.log.update_high_watermark(high_watermark);
                     }
+                    // An ISR change decides waiting acks=all produces too.
+                    self.role_changed();
                     return Ok(false);
                 }
             }
@@ -264,6 +269,22 @@ impl Partition {
             let Role::Leader(state) = &*role else {
                 return Err(ReplicaError::NotLeaderOrFollower);
             };
+            // Kafka's `followerReplicaOrThrow`: a broker that is not a replica gets
+            // UNKNOWN_LEADER_EPOCH when it named an epoch (its metadata may be newer than ours),
+            // NOT_LEADER_OR_FOLLOWER otherwise.
+            if !state.replicas().contains(&request.replica_id)
+                || request.replica_id == self.local_broker_id
+            {
+                return Err(if request.current_leader_epoch >= 0 {
+                    ReplicationError::UnknownLeaderEpoch {
+                        request: request.current_leader_epoch,
+                        current: state.leader_epoch(),
+                    }
+                } else {
+                    ReplicationError::NotLeaderOrFollower("the fetcher is not a replica")
+                }
+                .into());
+            }
             let cache = self.log.epoch_cache();
             state.fetch_position(
                 request.fetch_offset,
