@@ -17,6 +17,7 @@ use crate::replication::{
     follower_high_watermark, offset_truncation_state, out_of_range_truncation, AlterPartitionError,
     AlterPartitionRequest, BrokerId, EpochEndOffset, FetchPosition, LeaderState,
     OutOfRangeTruncation, PartitionRegistration, ProduceDecision, ReplicationConfig,
+    ReplicationError,
 };
 use crate::ReplicaError;
 
