@@ -20,7 +20,6 @@ mod checkpoints;
 mod flush;
 mod log_start;
 mod read;
-mod standin;
 mod timestamps;
 
 use std::cell::{Cell, RefCell};
