@@ -100,7 +100,9 @@ const NO_TIMESTAMP: i64 = -1;
 /// Kafka's checks of a follower append (`analyzeAndValidateRecords` for replication): whole
 /// batches with valid framing and CRC, offsets strictly increasing from batch to batch.
 /// The record size limit does not apply (Kafka's `ignoreRecordSize`): the leader took them.
-fn summarize_replicated(batches: &[u8]) -> Result<AppendSummary, LogError> {
+/// A partial batch at the end (a fetch response cut by its size limit) is left out, as
+/// Kafka's `trimInvalidBytes` does: `valid_bytes` says how much is appended.
+fn summarize_replicated(batches: &[u8]) -> Result<(AppendSummary, usize), LogError> {
     let mut summary = AppendSummary {
         offsets: 0,
         batches: 0,
@@ -110,6 +112,12 @@ fn summarize_replicated(batches: &[u8]) -> Result<AppendSummary, LogError> {
     let mut pos = 0;
     let mut range: Option<(i64, i64)> = None;
     while pos < batches.len() {
+        let rest = &batches[pos..];
+        let partial = rest.len() < RECORD_BATCH_OVERHEAD
+            || parse_header(rest).is_ok_and(|h| h.size > rest.len());
+        if partial && range.is_some() {
+            break;
+        }
         let header = check_batch(batches, pos, u32::MAX)?;
         check_crc(&batches[pos..pos + header.size]).map_err(|e| invalid(pos, &e.to_string()))?;
         range = match range {
@@ -130,14 +138,14 @@ fn summarize_replicated(batches: &[u8]) -> Result<AppendSummary, LogError> {
         summary.max_timestamp = summary.max_timestamp.max(header.max_timestamp);
         pos += header.size;
     }
-    if range.is_some_and(|(first, _)| first < 0) {
+    let Some((first, last)) = range else {
+        return Err(invalid(0, "no record batch"));
+    };
+    if first < 0 {
         return Err(invalid(0, "negative base offset"));
     }
-    summary.replicated = range;
-    match summary.replicated {
-        Some(_) => Ok(summary),
-        None => Err(invalid(0, "no record batch")),
-    }
+    summary.replicated = Some((first, last));
+    Ok((summary, pos))
 }
 
 fn invalid(position: usize, reason: &str) -> LogError {
@@ -182,9 +190,10 @@ impl Log {
     /// epochs kept. Checked as Kafka does for replication: framing and CRC of every batch
     /// (not `max_message_bytes` nor timestamps: the leader accepted them), base offsets
     /// strictly after the previous batch's last offset (gaps allowed: a compacted leader),
-    /// and the first at or past the log end offset (else `UnexpectedAppendOffset`). Each
-    /// batch's epoch goes into the epoch cache (Kafka's `maybeAssignEpochStartOffset`).
-    /// Returns when written, like [`Log::append`].
+    /// and the first at or past the log end offset (else `UnexpectedAppendOffset`). A
+    /// partial batch at the end is left out (Kafka's `trimInvalidBytes`; `info.bytes` says
+    /// what was appended). Each batch's epoch goes into the epoch cache (Kafka's
+    /// `maybeAssignEpochStartOffset`). Returns when written, like [`Log::append`].
     pub async fn append_as_follower(&self, batches: &[u8]) -> Result<LogAppendInfo, LogError> {
         self.append_with(batches, AppendOrigin::Replication).await
     }
@@ -194,9 +203,12 @@ impl Log {
         batches: &[u8],
         origin: AppendOrigin,
     ) -> Result<LogAppendInfo, LogError> {
-        let summary = match origin {
-            AppendOrigin::Replication => summarize_replicated(batches)?,
-            AppendOrigin::Client | AppendOrigin::Leader(_) => self.summarize(batches)?,
+        let (summary, batches) = match origin {
+            AppendOrigin::Replication => {
+                let (summary, valid_bytes) = summarize_replicated(batches)?;
+                (summary, &batches[..valid_bytes])
+            }
+            AppendOrigin::Client | AppendOrigin::Leader(_) => (self.summarize(batches)?, batches),
         };
         // Reserving right after this (no await in between) keeps call order when no
         // truncation runs.

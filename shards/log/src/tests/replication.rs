@@ -180,8 +180,12 @@ fn follower_append_keeps_offsets_and_epochs() {
         for (first, n, epoch) in [(0, 2, 1), (2, 3, 1), (5, 1, 2)] {
             input.extend(stamped(&make_batch(0, n, 30, n as u8), first, epoch));
         }
-        let info = log.append_as_follower(&input).await.unwrap();
+        // A fetch response cut inside its last batch: the whole batches are appended.
+        let mut cut_response = input.clone();
+        cut_response.extend_from_slice(&stamped(&make_batch(0, 1, 30, 0), 6, 2)[..40]);
+        let info = log.append_as_follower(&cut_response).await.unwrap();
         assert_eq!((info.first_offset, info.last_offset), (0, 5));
+        assert_eq!(info.bytes, input.len());
         assert_eq!(info.log_append_time_ms, -1);
         assert_eq!(
             read_all(&log, 0).await,
