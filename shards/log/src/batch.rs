@@ -69,6 +69,8 @@ pub(crate) struct BatchHeader {
     pub base_timestamp: i64,
     /// Largest timestamp in the batch, reported back by appends.
     pub max_timestamp: i64,
+    /// The leader epoch the batch was appended under (-1: none), outside the CRC.
+    pub partition_leader_epoch: i32,
 }
 
 impl BatchHeader {
@@ -91,6 +93,7 @@ impl From<RecordBatchHeader> for BatchHeader {
             last_offset_delta: h.last_offset_delta,
             base_timestamp: h.base_timestamp,
             max_timestamp: h.max_timestamp,
+            partition_leader_epoch: h.partition_leader_epoch,
         }
     }
 }
@@ -126,6 +129,12 @@ pub(crate) fn check_crc(batch: &[u8]) -> Result<(), BatchError> {
 pub(crate) fn set_base_offset(batch: &mut [u8], base_offset: i64) {
     // Callers pass batches whose header they have parsed.
     record_batch::set_base_offset(batch, base_offset).expect("batch header present");
+}
+
+/// Rewrites `partitionLeaderEpoch` in place (outside the CRC, as the base offset).
+pub(crate) fn set_partition_leader_epoch(batch: &mut [u8], epoch: i32) {
+    // Callers pass batches whose header they have parsed.
+    record_batch::set_partition_leader_epoch(batch, epoch).expect("batch header present");
 }
 
 /// Stamps the batch at `batch[0]` with the broker's append time (LogAppendTime): its

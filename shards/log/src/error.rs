@@ -31,6 +31,13 @@ pub enum LogError {
     Failed(PathBuf),
     #[error("log {0} is closed")]
     Closed(PathBuf),
+    /// A follower append whose first offset is below the log end offset (Kafka's
+    /// `UnexpectedAppendOffsetException`): the batches overlap what the log already holds.
+    #[error("unexpected append offset: first offset {got} is below the log end offset {expected}")]
+    UnexpectedAppendOffset { expected: i64, got: i64 },
+    /// A leader epoch entry the epoch cache refuses (a negative epoch or offset).
+    #[error(transparent)]
+    InvalidEpochEntry(#[from] crate::leader_epoch::InvalidEpochEntry),
     #[error("corrupt log data in {path} at byte {position}: {reason}")]
     Corrupt {
         path: PathBuf,

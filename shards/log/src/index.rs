@@ -93,6 +93,25 @@ impl OffsetIndex {
         self.entries.len()
     }
 
+    /// Kafka's `OffsetIndex.truncateTo`: drops the entries for batches ending at or after
+    /// `relative_offset` (the log is cut at the batch holding it). The caller sets
+    /// `bytes_since_last_entry` from the log that remains.
+    pub fn truncate_to(&mut self, relative_offset: u32) {
+        let keep = self.entries.partition_point(|&(o, _)| o < relative_offset);
+        self.entries.truncate(keep);
+    }
+
+    /// Position of the last entry whose offset is below `relative_offset` (0 without one):
+    /// where the batches that a truncation to it keeps after the kept entries begin.
+    pub fn floor_below(&self, relative_offset: u32) -> u32 {
+        let i = self.entries.partition_point(|&(o, _)| o < relative_offset);
+        if i == 0 {
+            0
+        } else {
+            self.entries[i - 1].1
+        }
+    }
+
     pub fn last(&self) -> Option<(u32, u32)> {
         self.entries.last().copied()
     }
@@ -202,6 +221,16 @@ impl TimeIndex {
 
     pub fn len(&self) -> usize {
         self.entries.len()
+    }
+
+    /// Kafka's `TimeIndex.truncateTo`: drops the entries whose offset is at or after
+    /// `relative_offset`; the largest timestamp so far falls back to the last entry kept (the
+    /// caller observes the batches after it that remain).
+    pub fn truncate_to(&mut self, relative_offset: u32) {
+        let keep = self.entries.partition_point(|&(_, o)| o < relative_offset);
+        self.entries.truncate(keep);
+        (self.max_timestamp, self.offset_of_max_timestamp) =
+            self.entries.last().copied().unwrap_or((NO_TIMESTAMP, 0));
     }
 
     pub fn encode_from(&self, from: usize) -> Vec<u8> {

@@ -31,6 +31,7 @@ use crate::config::LogConfig;
 use crate::error::LogError;
 use crate::file_io::{read_exact, write_all};
 use crate::index::{IndexError, OffsetIndex, TimeIndex};
+use crate::leader_epoch::LEADER_EPOCH_CHECKPOINT_FILE;
 use crate::segment::{
     create_index_files, offset_index_file_name, open_index_file, open_rw, parse_file_name,
     parse_segment_file_name, segment_file_name, time_index_file_name, IndexFiles, LogSegment,
@@ -65,6 +66,10 @@ pub(crate) struct LoadedLog {
     /// Checkpoint values found on disk, so the log rewrites only changes.
     pub checkpointed_recovery_point: Option<i64>,
     pub checkpointed_log_start_offset: Option<i64>,
+    /// (epoch, base offset) of each scanned batch whose leader epoch is above every earlier
+    /// one's, in log order: the epoch cache assigns them (Kafka's `LogSegment.recover`), so a
+    /// checkpoint that missed an epoch before a crash gets it back.
+    pub scanned_epochs: Vec<(i32, i64)>,
     pub stats: LoadStats,
 }
 
@@ -103,6 +108,8 @@ struct SegmentScan {
     first_batch: Option<BatchHeader>,
     /// Why the bytes after `valid_bytes` were rejected, if any remain.
     problem: Option<BatchError>,
+    /// New leader epochs met, as (epoch, base offset) (see `LoadedLog::scanned_epochs`).
+    epochs: Vec<(i32, i64)>,
 }
 
 impl SegmentScan {
@@ -114,6 +121,7 @@ impl SegmentScan {
             time_index: TimeIndex::default(),
             first_batch: None,
             problem: None,
+            epochs: Vec::new(),
         }
     }
 }
@@ -149,14 +157,20 @@ impl<'a> LogLoader<'a> {
         let crash_mode = Mode::Recover(checkpointed_recovery_point.unwrap_or(i64::MIN));
         let mut stats = LoadStats::default();
         let mode = clean_end.map_or(crash_mode, Mode::Clean);
-        let mut loaded = self.load_segments(&listing.bases, mode, &mut stats).await;
+        let mut scanned_epochs = Vec::new();
+        let mut loaded = self
+            .load_segments(&listing.bases, mode, &mut stats, &mut scanned_epochs)
+            .await;
         if let Mode::Clean(end) = mode {
             let found = loaded.as_ref().ok().map(|l| l.1);
             if found != Some(end) {
                 warn!(dir = %self.dir.display(), marker = end, ?found,
                     "clean shutdown marker disagrees with the log; running recovery");
                 let bases = self.list_dir().await?.bases;
-                loaded = self.load_segments(&bases, crash_mode, &mut stats).await;
+                scanned_epochs.clear();
+                loaded = self
+                    .load_segments(&bases, crash_mode, &mut stats, &mut scanned_epochs)
+                    .await;
             } else {
                 stats.clean = true;
             }
@@ -195,6 +209,7 @@ impl<'a> LogLoader<'a> {
             recovery_point,
             checkpointed_recovery_point,
             checkpointed_log_start_offset,
+            scanned_epochs,
             stats,
         })
     }
@@ -236,6 +251,7 @@ impl<'a> LogLoader<'a> {
                 index_files.push((base, name));
             } else if is_temp_of(&name, RECOVERY_POINT_FILE)
                 || is_temp_of(&name, LOG_START_OFFSET_FILE)
+                || is_temp_of(&name, LEADER_EPOCH_CHECKPOINT_FILE)
             {
                 leftovers.push(name);
             } else if name.ends_with(".log") {
@@ -288,6 +304,7 @@ impl<'a> LogLoader<'a> {
         bases: &[i64],
         mode: Mode,
         stats: &mut LoadStats,
+        epochs: &mut Vec<(i32, i64)>,
     ) -> Result<(BTreeMap<i64, Rc<LogSegment>>, i64), LogError> {
         let scan_from = match mode {
             Mode::Clean(_) => bases.len(),
@@ -364,6 +381,12 @@ impl<'a> LogLoader<'a> {
                 .await?;
             let valid = scan.valid_bytes;
             let scan_end = scan.next_offset.unwrap_or(base);
+            for &(epoch, offset) in &scan.epochs {
+                // `None < Some(_)`: the first epoch is always new.
+                if epochs.last().map(|&(latest, _)| latest) < Some(epoch) {
+                    epochs.push((epoch, offset));
+                }
+            }
             seg.size.set(valid);
             *seg.offset_index.borrow_mut() = scan.offset_index;
             *seg.time_index.borrow_mut() = scan.time_index;
@@ -604,6 +627,10 @@ impl<'a> LogLoader<'a> {
                 scan.time_index.maybe_append();
             }
             scan.first_batch.get_or_insert(header);
+            let epoch = header.partition_leader_epoch;
+            if epoch >= 0 && scan.epochs.last().map(|&(latest, _)| latest) < Some(epoch) {
+                scan.epochs.push((epoch, header.base_offset));
+            }
             scan.valid_bytes += header.size as u64;
             scan.next_offset = Some(header.last_offset() + 1);
             off += header.size;

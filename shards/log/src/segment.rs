@@ -10,7 +10,7 @@ use glommio::io::{BufferedFile, OpenOptions};
 
 use crate::error::LogError;
 use crate::file_io::write_all;
-use crate::index::{OffsetIndex, TimeIndex, TIME_ENTRY_BYTES};
+use crate::index::{OffsetIndex, TimeIndex, OFFSET_ENTRY_BYTES, TIME_ENTRY_BYTES};
 
 /// Kafka's segment file name: the base offset as 20 zero-padded digits.
 pub(crate) fn segment_file_name(base_offset: i64) -> String {
@@ -87,7 +87,7 @@ pub(crate) struct LogSegment {
     pub rolling_based_timestamp: Cell<Option<i64>>,
     /// When this process created or loaded the segment (time roll without
     /// timestamps).
-    pub created_ms: i64,
+    pub created_ms: Cell<i64>,
     /// Last append (or load) time, standing in for Kafka's file mtime when
     /// the segment holds no timestamps (time retention).
     pub last_modified_ms: Cell<i64>,
@@ -108,7 +108,7 @@ impl LogSegment {
             offset_index: RefCell::default(),
             time_index: RefCell::default(),
             rolling_based_timestamp: Cell::new(None),
-            created_ms: now_ms,
+            created_ms: Cell::new(now_ms),
             last_modified_ms: Cell::new(now_ms),
             final_index_pending: Cell::new(false),
         }
@@ -125,7 +125,7 @@ impl LogSegment {
             offset_index: RefCell::default(),
             time_index: RefCell::default(),
             rolling_based_timestamp: Cell::new(None),
-            created_ms: now_ms,
+            created_ms: Cell::new(now_ms),
             last_modified_ms: Cell::new(now_ms),
             final_index_pending: Cell::new(false),
         }
@@ -230,6 +230,36 @@ impl LogSegment {
                 .fdatasync()
                 .await
                 .map_err(|e| LogError::io(self.time_index_path(), e))?;
+        }
+        Ok(())
+    }
+
+    /// Cuts the `.log` to `log_bytes` and the index files to the entries kept in memory, and
+    /// fdatasyncs all three: a truncation must be durable before appends reuse its offsets,
+    /// or a crash could bring back old batches behind new ones.
+    pub async fn truncate_files(&self, log_bytes: u64) -> Result<(), LogError> {
+        let file = self.file().await?;
+        file.truncate(log_bytes)
+            .await
+            .map_err(|e| LogError::io(&self.path, e))?;
+        file.fdatasync()
+            .await
+            .map_err(|e| LogError::io(&self.path, e))?;
+        let offset_bytes = (self.offset_index.borrow().len() * OFFSET_ENTRY_BYTES) as u64;
+        let time_bytes = (self.time_index.borrow().len() * TIME_ENTRY_BYTES) as u64;
+        let files = self.index_files().await?;
+        for (index, path, len) in [
+            (&files.offset, self.offset_index_path(), offset_bytes),
+            (&files.time, self.time_index_path(), time_bytes),
+        ] {
+            index
+                .truncate(len)
+                .await
+                .map_err(|e| LogError::io(&path, e))?;
+            index
+                .fdatasync()
+                .await
+                .map_err(|e| LogError::io(&path, e))?;
         }
         Ok(())
     }

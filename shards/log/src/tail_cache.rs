@@ -14,9 +14,11 @@ struct Chunk {
     data: Bytes,
 }
 
-/// Contiguous run of the most recent appends, at most `limit` bytes.
-/// Invariant: chunks are back to back in offset order and end at the log end
-/// offset, so any offset from the first chunk on is covered.
+/// Run of the most recent appends, at most `limit` bytes.
+/// Invariant: chunks are in offset order without overlap and end at the log end
+/// offset. They are back to back except where a follower append skipped offsets
+/// (a compacted leader's gap): a read starting inside such a gap misses the cache
+/// and goes to the files, which answer with the next batch.
 pub(crate) struct TailCache {
     chunks: VecDeque<Chunk>,
     bytes: usize,
@@ -43,9 +45,9 @@ impl TailCache {
     /// the whole cache empties it, since the cache must stay contiguous.
     pub fn push(&mut self, base_offset: i64, next_offset: i64, data: Bytes) {
         if let Some(last) = self.chunks.back() {
-            assert_eq!(
-                last.next_offset, base_offset,
-                "tail cache must be contiguous"
+            assert!(
+                last.next_offset <= base_offset,
+                "tail cache chunks must follow on in offset order"
             );
         }
         if data.len() > self.limit {
@@ -85,6 +87,32 @@ impl TailCache {
     pub fn clear(&mut self) {
         self.chunks.clear();
         self.bytes = 0;
+    }
+
+    /// The log was truncated to `offset` (whole batches: the one holding it went too): drops
+    /// the chunks from it on and cuts a chunk that straddles it after its last batch below it.
+    pub fn truncate_to(&mut self, offset: i64) {
+        while let Some(last) = self.chunks.back_mut() {
+            if last.next_offset <= offset {
+                return;
+            }
+            let keep = HeaderWalker::new(&last.data)
+                .take_while(|(_, h)| h.last_offset() < offset)
+                .last()
+                .map(|(pos, h)| (pos + h.size, h.last_offset() + 1));
+            match keep {
+                Some((len, next_offset)) => {
+                    self.bytes -= last.data.len() - len;
+                    last.data.truncate(len);
+                    last.next_offset = next_offset;
+                    return;
+                }
+                None => {
+                    self.bytes -= last.data.len();
+                    self.chunks.pop_back();
+                }
+            }
+        }
     }
 
     /// Whole batches from the one holding `start` while their last offset is
@@ -188,5 +216,31 @@ mod tests {
         c.push(n2, n3, d);
         assert!(c.read(0, 100, 1000, false).is_none());
         assert_eq!(c.read(5, 100, 1000, false).unwrap().len(), 900);
+    }
+
+    #[test]
+    fn truncation_cuts_whole_batches_and_pushes_follow_on() {
+        let mut c = TailCache::new(1000);
+        let (n1, a) = chunk(0, &[(2, 39), (3, 39)]); // offsets 0..2, 2..5
+        c.push(0, n1, a.clone());
+        let (n2, b) = chunk(n1, &[(1, 139)]); // offset 5
+        c.push(n1, n2, b);
+        // Offset 3 lies in the second batch of the first chunk: that batch and the second
+        // chunk go.
+        c.truncate_to(3);
+        assert_eq!(c.bytes, 100);
+        assert_eq!(c.read(0, 100, 1000, false).unwrap(), a.slice(..100));
+        assert!(c.read(2, 100, 1000, false).is_none());
+        // Appends continue from offset 2; a follower's gap is allowed and misses the cache.
+        let (n3, d) = chunk(2, &[(1, 39)]);
+        c.push(2, n3, d.clone());
+        let (_, e) = chunk(10, &[(1, 39)]);
+        c.push(10, 11, e.clone());
+        assert_eq!(c.read(2, 100, 1000, false).unwrap().len(), 200);
+        assert!(c.read(5, 100, 1000, false).is_none());
+        assert_eq!(c.read(10, 100, 1000, false).unwrap(), e);
+        c.truncate_to(0);
+        assert_eq!(c.bytes, 0);
+        assert!(c.read(0, 100, 1000, false).is_none());
     }
 }

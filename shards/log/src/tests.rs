@@ -11,6 +11,7 @@ use crate::batch::testing::make_batch;
 use crate::batch::{check_crc, parse_header, HeaderWalker};
 use crate::{Log, LogConfig, LogError};
 
+mod replication;
 mod segments;
 
 /// Runs `f` on a fresh single-threaded glommio executor.

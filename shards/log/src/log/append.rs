@@ -8,11 +8,12 @@ use bytes::Bytes;
 use tracing::error;
 
 use super::{InFlight, Log, LogAppendInfo, LogPosition, LogState, Status};
-use crate::batch::{self, parse_header, BatchHeader, RECORD_BATCH_OVERHEAD};
+use crate::batch::{self, check_crc, parse_header, BatchHeader, RECORD_BATCH_OVERHEAD};
 use crate::config::{LogConfig, TimestampType};
 use crate::error::LogError;
 use crate::file_io::write_all;
 use crate::index::{OFFSET_ENTRY_BYTES, TIME_ENTRY_BYTES};
+use crate::leader_epoch::InvalidEpochEntry;
 use crate::segment::{IndexWrite, LogSegment};
 
 /// Everything an append fixed synchronously, handed to its write task.
@@ -29,6 +30,19 @@ struct Reservation {
     /// index entry, written before this append completes.
     rolled_from: Option<(Rc<LogSegment>, IndexWrite)>,
     info: LogAppendInfo,
+    /// The append changed the epoch cache: its checkpoint is written before the append returns.
+    epochs_changed: bool,
+}
+
+/// Who appends, which decides what happens to the batches' offsets and leader epochs.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum AppendOrigin {
+    /// `append`: offsets assigned from the log end offset, leader epochs kept as given.
+    Client,
+    /// `append_as_leader`: offsets assigned, every batch stamped with this leader epoch.
+    Leader(i32),
+    /// `append_as_follower`: offsets and leader epochs kept as the leader wrote them.
+    Replication,
 }
 
 /// What the append path learns from a walk over the caller's batches.
@@ -37,6 +51,8 @@ struct AppendSummary {
     offsets: i64,
     batches: usize,
     max_timestamp: i64,
+    /// A follower append: the first batch's base offset and the last batch's last offset.
+    replicated: Option<(i64, i64)>,
 }
 
 /// Checks the framing and size of the batch at `pos` of the caller's batches.
@@ -81,6 +97,57 @@ fn check_timestamps(header: &BatchHeader, now_ms: i64, config: &LogConfig) -> Re
 /// A batch's timestamp when it carries none.
 const NO_TIMESTAMP: i64 = -1;
 
+/// Kafka's checks of a follower append (`analyzeAndValidateRecords` for replication): whole
+/// batches with valid framing and CRC, offsets strictly increasing from batch to batch.
+/// The record size limit does not apply (Kafka's `ignoreRecordSize`): the leader took them.
+/// A partial batch at the end (a fetch response cut by its size limit) is left out, as
+/// Kafka's `trimInvalidBytes` does: `valid_bytes` says how much is appended.
+fn summarize_replicated(batches: &[u8]) -> Result<(AppendSummary, usize), LogError> {
+    let mut summary = AppendSummary {
+        offsets: 0,
+        batches: 0,
+        max_timestamp: NO_TIMESTAMP,
+        replicated: None,
+    };
+    let mut pos = 0;
+    let mut range: Option<(i64, i64)> = None;
+    while pos < batches.len() {
+        let rest = &batches[pos..];
+        let partial = rest.len() < RECORD_BATCH_OVERHEAD
+            || parse_header(rest).is_ok_and(|h| h.size > rest.len());
+        if partial && range.is_some() {
+            break;
+        }
+        let header = check_batch(batches, pos, u32::MAX)?;
+        check_crc(&batches[pos..pos + header.size]).map_err(|e| invalid(pos, &e.to_string()))?;
+        range = match range {
+            Some((_, last)) if header.base_offset <= last => {
+                return Err(invalid(
+                    pos,
+                    &format!(
+                        "offsets out of order: base offset {} after last offset {last}",
+                        header.base_offset
+                    ),
+                ));
+            }
+            Some((first, _)) => Some((first, header.last_offset())),
+            None => Some((header.base_offset, header.last_offset())),
+        };
+        summary.offsets += header.offset_count();
+        summary.batches += 1;
+        summary.max_timestamp = summary.max_timestamp.max(header.max_timestamp);
+        pos += header.size;
+    }
+    let Some((first, last)) = range else {
+        return Err(invalid(0, "no record batch"));
+    };
+    if first < 0 {
+        return Err(invalid(0, "negative base offset"));
+    }
+    summary.replicated = Some((first, last));
+    Ok((summary, pos))
+}
+
 fn invalid(position: usize, reason: &str) -> LogError {
     LogError::InvalidBatch {
         position,
@@ -94,11 +161,62 @@ impl Log {
     /// Offsets are assigned before the first await, so concurrent callers get
     /// them in call order. Returns once these bytes and every earlier append
     /// are written (to the page cache; fsync per the flush policy). Dropping
-    /// the future does not cancel the write.
+    /// the future does not cancel the write. Leader epochs are kept as given.
     pub async fn append(&self, batches: &[u8]) -> Result<LogAppendInfo, LogError> {
-        let summary = self.summarize(batches)?;
-        let reservation = self.reserve(batches, &summary)?;
+        self.append_with(batches, AppendOrigin::Client).await
+    }
+
+    /// Kafka's `appendAsLeader`: [`Log::append`], and every batch's `partitionLeaderEpoch`
+    /// (outside the CRC) is stamped with `leader_epoch`; when `leader_epoch` is newer than
+    /// the epoch cache's latest, it is recorded as starting at the append's first offset (and
+    /// the checkpoint written before this returns).
+    pub async fn append_as_leader(
+        &self,
+        batches: &[u8],
+        leader_epoch: i32,
+    ) -> Result<LogAppendInfo, LogError> {
+        if leader_epoch < 0 {
+            return Err(InvalidEpochEntry {
+                epoch: leader_epoch,
+                start_offset: self.log_end_offset(),
+            }
+            .into());
+        }
+        self.append_with(batches, AppendOrigin::Leader(leader_epoch))
+            .await
+    }
+
+    /// Kafka's `appendAsFollower`: the batches as read from the leader, offsets and leader
+    /// epochs kept. Checked as Kafka does for replication: framing and CRC of every batch
+    /// (not `max_message_bytes` nor timestamps: the leader accepted them), base offsets
+    /// strictly after the previous batch's last offset (gaps allowed: a compacted leader),
+    /// and the first at or past the log end offset (else `UnexpectedAppendOffset`). A
+    /// partial batch at the end is left out (Kafka's `trimInvalidBytes`; `info.bytes` says
+    /// what was appended). Each batch's epoch goes into the epoch cache (Kafka's
+    /// `maybeAssignEpochStartOffset`). Returns when written, like [`Log::append`].
+    pub async fn append_as_follower(&self, batches: &[u8]) -> Result<LogAppendInfo, LogError> {
+        self.append_with(batches, AppendOrigin::Replication).await
+    }
+
+    async fn append_with(
+        &self,
+        batches: &[u8],
+        origin: AppendOrigin,
+    ) -> Result<LogAppendInfo, LogError> {
+        let (summary, batches) = match origin {
+            AppendOrigin::Replication => {
+                let (summary, valid_bytes) = summarize_replicated(batches)?;
+                (summary, &batches[..valid_bytes])
+            }
+            AppendOrigin::Client | AppendOrigin::Leader(_) => (self.summarize(batches)?, batches),
+        };
+        // Reserving right after this (no await in between) keeps call order when no
+        // truncation runs.
+        self.wait_while_truncating().await;
+        let truncations = self.truncations();
+        let reservation = self.reserve(batches, &summary, origin)?;
         let info = reservation.info;
+        let epochs_changed = reservation.epochs_changed;
         let this = self.me.upgrade().ok_or_else(|| self.stopped_error())?;
         // The write runs as its own task so that a caller dropping this
         // future cannot leave a reserved range unwritten (a hole).
@@ -111,10 +229,15 @@ impl Log {
             None => return Err(LogError::Failed(self.dir.clone())),
         }
         // Acknowledge only once every earlier append is written too, so that
-        // an acknowledged append never sits behind a hole.
-        self.wait_readable(info.last_offset).await;
-        if self.readable_end_offset() <= info.last_offset {
+        // an acknowledged append never sits behind a hole. (A truncation can only start
+        // once every reserved append is written: if one came since, this append was
+        // written and then cut, as in Kafka.)
+        self.wait_readable(info.last_offset, truncations).await;
+        if self.readable_end_offset() <= info.last_offset && self.truncations() == truncations {
             return Err(self.stopped_error());
+        }
+        if epochs_changed {
+            self.checkpoint_epoch_cache().await?;
         }
         self.apply_flush_policy().await?;
         Ok(info)
@@ -127,6 +250,7 @@ impl Log {
             offsets: 0,
             batches: 0,
             max_timestamp: -1,
+            replicated: None,
         };
         let config = self.config.borrow();
         let now_ms = self.clock.now_ms();
@@ -147,36 +271,63 @@ impl Log {
         Ok(summary)
     }
 
-    /// Synchronous part of an append: assigns offsets and a file position,
-    /// copies the batches once (patching base offsets), rolls if needed.
-    fn reserve(&self, batches: &[u8], summary: &AppendSummary) -> Result<Reservation, LogError> {
+    /// Synchronous part of an append: assigns offsets and a file position (a follower's
+    /// are checked instead), copies the batches once (patching base offsets and leader
+    /// epochs), rolls if needed, feeds the epoch cache.
+    fn reserve(
+        &self,
+        batches: &[u8],
+        summary: &AppendSummary,
+        origin: AppendOrigin,
+    ) -> Result<Reservation, LogError> {
         let mut st = self.state.borrow_mut();
         if st.status != Status::Open {
             return Err(self.error_for(st.status));
         }
-        let first_offset = st.log_end_offset;
-        let last_offset = first_offset + summary.offsets - 1;
+        let (first_offset, last_offset) = match summary.replicated {
+            Some((first, last)) => {
+                if first < st.log_end_offset {
+                    return Err(LogError::UnexpectedAppendOffset {
+                        expected: st.log_end_offset,
+                        got: first,
+                    });
+                }
+                (first, last)
+            }
+            None => (st.log_end_offset, st.log_end_offset + summary.offsets - 1),
+        };
         let now_ms = self.clock.now_ms();
         // LogAppendTime: the batches carry the broker's time from here on, for the roll
-        // decision, the time index and the answer alike.
-        let log_append_time_ms =
-            (self.config.borrow().timestamp_type == TimestampType::LogAppendTime).then_some(now_ms);
+        // decision, the time index and the answer alike. A follower keeps the leader's.
+        let log_append_time_ms = (origin != AppendOrigin::Replication
+            && self.config.borrow().timestamp_type == TimestampType::LogAppendTime)
+            .then_some(now_ms);
         let summary = AppendSummary {
             max_timestamp: log_append_time_ms.unwrap_or(summary.max_timestamp),
             ..*summary
         };
-        let (segment, rolled_from) =
-            self.segment_for_append(&mut st, batches.len(), last_offset, &summary, now_ms)?;
+        let (segment, rolled_from) = self.segment_for_append(
+            &mut st,
+            batches.len(),
+            first_offset,
+            last_offset,
+            &summary,
+            now_ms,
+        )?;
         let creates_segment = rolled_from.is_some();
         let position = segment.size.get();
         let mut buf = batches.to_vec();
-        let index_write = self.patch_and_index(
+        let (index_write, epochs_changed) = self.patch_and_index(
             &mut buf,
             &segment,
             first_offset,
             position,
             log_append_time_ms,
+            origin,
         );
+        if epochs_changed {
+            self.epoch_cache_changed();
+        }
         segment.size.set(position + buf.len() as u64);
         segment.last_modified_ms.set(now_ms);
         st.log_end_offset = last_offset + 1;
@@ -210,6 +361,7 @@ impl Log {
             index_write,
             rolled_from,
             info,
+            epochs_changed,
         })
     }
 
@@ -222,10 +374,14 @@ impl Log {
     /// On a roll, also returns the previous segment with its final time index
     /// entry to write.
     #[allow(clippy::type_complexity)]
+    /// A follower's append may skip offsets: the new segment then starts at its first offset
+    /// (Kafka rolls at it too), and an empty active segment whose relative offsets the
+    /// append would overflow is rolled past as well.
     fn segment_for_append(
         &self,
         st: &mut LogState,
         len: usize,
+        first_offset: i64,
         last_offset: i64,
         summary: &AppendSummary,
         now_ms: i64,
@@ -239,11 +395,14 @@ impl Log {
             .map(|(_, s)| s.clone())
             .ok_or_else(|| LogError::Failed(self.dir.clone()))?;
         let size = active.size.get();
-        if size == 0 || !self.should_roll(&active, len, last_offset, summary, now_ms) {
+        let offsets_fit = last_offset - active.base_offset <= i32::MAX as i64;
+        if offsets_fit
+            && (size == 0 || !self.should_roll(&active, len, last_offset, summary, now_ms))
+        {
             // segment_bytes <= i32::MAX, so positions stay within u32.
             return Ok((active, None));
         }
-        let base = st.log_end_offset;
+        let base = first_offset;
         let rolled = Rc::new(LogSegment::rolling(base, &self.dir, now_ms));
         st.segments.insert(base, rolled.clone());
         let final_entry = IndexWrite {
@@ -271,15 +430,16 @@ impl Log {
         let time_due = config.segment_ms > 0 && {
             let waited = match active.rolling_based_timestamp.get() {
                 Some(t) if t >= 0 => summary.max_timestamp.saturating_sub(t),
-                _ => now_ms.saturating_sub(active.created_ms),
+                _ => now_ms.saturating_sub(active.created_ms.get()),
             };
             waited > config.segment_ms
         };
         full || offsets_overflow || index_full || time_due
     }
 
-    /// Rewrites base offsets in the write buffer and feeds the segment's
-    /// indexes; returns the index file bytes to append.
+    /// Rewrites base offsets (and a leader's epoch) in the write buffer, feeds the segment's
+    /// indexes and the epoch cache; returns the index file bytes to append and whether the
+    /// epoch cache changed.
     fn patch_and_index(
         &self,
         buf: &mut [u8],
@@ -287,9 +447,19 @@ impl Log {
         first_offset: i64,
         position: u64,
         log_append_time_ms: Option<i64>,
-    ) -> IndexWrite {
+        origin: AppendOrigin,
+    ) -> (IndexWrite, bool) {
         let mut index = segment.offset_index.borrow_mut();
         let mut time = segment.time_index.borrow_mut();
+        let mut epochs = self.epoch_cache.borrow_mut();
+        let mut epochs_changed = false;
+        if let AppendOrigin::Leader(epoch) = origin {
+            // `None < Some(_)`: the first epoch of an empty cache is new.
+            if epochs.latest_epoch() < Some(epoch) {
+                // Checked non-negative by `append_as_leader`; offsets are too.
+                epochs_changed |= epochs.assign(epoch, first_offset).unwrap_or(false);
+            }
+        }
         let (index_from, time_from) = (index.len(), time.len());
         let index_interval_bytes = self.config.borrow().index_interval_bytes;
         let mut offset = first_offset;
@@ -302,7 +472,22 @@ impl Log {
             let Ok(header) = parse_header(&buf[pos..]) else {
                 unreachable!("batch framing changed after validation")
             };
-            batch::set_base_offset(&mut buf[pos..], offset);
+            match origin {
+                AppendOrigin::Client => batch::set_base_offset(&mut buf[pos..], offset),
+                AppendOrigin::Leader(epoch) => {
+                    batch::set_base_offset(&mut buf[pos..], offset);
+                    batch::set_partition_leader_epoch(&mut buf[pos..], epoch);
+                }
+                AppendOrigin::Replication => {
+                    offset = header.base_offset;
+                    let epoch = header.partition_leader_epoch;
+                    // Kafka's `maybeAssignEpochStartOffset` per batch; a batch without an
+                    // epoch (written by a leader that did not stamp one) assigns nothing.
+                    if epoch >= 0 {
+                        epochs_changed |= epochs.assign(epoch, offset).unwrap_or(false);
+                    }
+                }
+            }
             let last = offset + i64::from(header.last_offset_delta);
             let relative = (last - segment.base_offset) as u32;
             let at = (position + pos as u64) as u32;
@@ -318,7 +503,7 @@ impl Log {
             offset = last + 1;
             pos += header.size;
         }
-        IndexWrite {
+        let write = IndexWrite {
             offset: (index.len() > index_from).then(|| {
                 (
                     (index_from * OFFSET_ENTRY_BYTES) as u64,
@@ -331,7 +516,8 @@ impl Log {
                     time.encode_from(time_from),
                 )
             }),
-        }
+        };
+        (write, epochs_changed)
     }
 
     /// Records that the write of reservation `seq` completed; advances the
@@ -376,6 +562,7 @@ async fn write_reserved(log: Rc<Log>, r: Reservation) -> Result<(), LogError> {
         index_write,
         rolled_from,
         info,
+        epochs_changed: _,
     } = r;
     let previous = rolled_from.as_ref().map(|(p, _)| p.clone());
     let result = async {

@@ -19,9 +19,26 @@ impl Log {
         self.flush_to(self.log_end_offset()).await
     }
 
-    /// Flushes the offsets below `target` (Kafka's `flushUptoOffsetExclusive`).
-    async fn flush_to(&self, target: i64) -> Result<(), LogError> {
-        self.wait_readable(target - 1).await;
+    /// Flushes the offsets below `target` (Kafka's `flushUptoOffsetExclusive`). A truncation
+    /// meanwhile may have cut offsets below `target`: the flush then starts over for what
+    /// remains.
+    async fn flush_to(&self, mut target: i64) -> Result<(), LogError> {
+        loop {
+            let truncations = self.truncations();
+            if self.try_flush_to(target, truncations).await? {
+                return Ok(());
+            }
+            target = target.min(self.log_end_offset());
+        }
+    }
+
+    /// One attempt of `flush_to`; `Ok(false)` when a truncation since `truncations`
+    /// interfered (the recovery point is then left alone).
+    async fn try_flush_to(&self, target: i64, truncations: u64) -> Result<bool, LogError> {
+        self.wait_readable(target - 1, truncations).await;
+        if self.truncations() != truncations {
+            return Ok(false);
+        }
         if self.readable_end_offset() < target {
             return Err(self.stopped_error());
         }
@@ -37,7 +54,10 @@ impl Log {
             .filter_map(|(_, next)| *next)
             .max();
         if let Some(last) = pending {
-            self.wait_readable(last).await;
+            self.wait_readable(last, truncations).await;
+            if self.truncations() != truncations {
+                return Ok(false);
+            }
             if self.readable_end_offset() <= last {
                 return Err(self.stopped_error());
             }
@@ -69,9 +89,14 @@ impl Log {
             .map_or(target, |(s, _)| s.base_offset.min(target));
         {
             let mut st = self.state.borrow_mut();
+            if st.truncations != truncations {
+                // What was synced may be cut already: the recovery point must not pass it.
+                return Ok(false);
+            }
             st.recovery_point = st.recovery_point.max(new_recovery_point);
         }
-        self.checkpoint_recovery_point().await
+        self.checkpoint_recovery_point().await?;
+        Ok(true)
     }
 
     /// Base offset of the segment after `segment`, if it is not the last.

@@ -22,7 +22,8 @@ impl Log {
     pub async fn run_retention(&self, now_ms: i64, max_segments: usize) -> Result<usize, LogError> {
         let doomed = {
             let mut st = self.state.borrow_mut();
-            if st.status != Status::Open {
+            // A running truncation owns the segments; the next round catches up.
+            if st.status != Status::Open || st.truncating {
                 return Ok(0);
             }
             let candidates = retention_candidates(&st);
@@ -47,6 +48,7 @@ impl Log {
     /// the closed segments wholly below it. `offset` may not pass the
     /// readable end. Returns the log start offset (Kafka's low watermark).
     pub async fn delete_records_before(&self, offset: i64) -> Result<i64, LogError> {
+        self.wait_while_truncating().await;
         let (doomed, log_start) = {
             let mut st = self.state.borrow_mut();
             if st.status != Status::Open {
@@ -79,7 +81,9 @@ impl Log {
         doomed: Vec<Rc<LogSegment>>,
         reason: &str,
     ) -> Result<(), LogError> {
+        self.log_start_moved();
         self.checkpoint_log_start_offset().await?;
+        self.checkpoint_epoch_cache().await?;
         if doomed.is_empty() {
             return Ok(());
         }

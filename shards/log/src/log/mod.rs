@@ -13,19 +13,26 @@
 //! appends), `timestamps` (offset-for-timestamp lookups), `log_start` (retention rounds and
 //! DeleteRecords: moving the log start offset and deleting the segments below it), `flush`
 //! (flush policy, fdatasync, recovery point) and `checkpoints` (the `recovery-point` and
-//! `log-start-offset` files). This file holds the state, open/close and the accessors.
+//! `log-start-offset` files), `epochs` (the leader epoch cache and its checkpoint),
+//! `high_watermark` (the high watermark and its waiters) and `truncate` (replication's
+//! truncations: `truncate_to`, `truncate_fully_and_start_at`). This file holds the state,
+//! open/close and the accessors.
 
 mod append;
 mod checkpoints;
+mod epochs;
 mod flush;
+mod high_watermark;
 mod log_start;
 mod read;
 mod timestamps;
+mod truncate;
 
 use std::cell::{Cell, RefCell};
 use std::collections::{BTreeMap, VecDeque};
 use std::path::{Path, PathBuf};
 use std::rc::{Rc, Weak};
+use std::task::Waker;
 
 use bytes::Bytes;
 use glommio::sync::Semaphore;
@@ -36,6 +43,7 @@ use crate::checkpoint::new_writer_id;
 use crate::clock::{Clock, SystemClock};
 use crate::config::LogConfig;
 use crate::error::LogError;
+use crate::leader_epoch::{LeaderEpochCheckpointFile, LeaderEpochFileCache};
 use crate::loader::{write_clean_shutdown_marker, LoadStats, LogLoader};
 use crate::segment::{IndexWrite, LogSegment};
 use crate::tail_cache::TailCache;
@@ -111,6 +119,15 @@ struct LogState {
     status: Status,
     tail_cache: TailCache,
     flush_timer_armed: bool,
+    /// Offsets below are committed (replicated to the ISR); consumers read below it. Kept in
+    /// [log start, readable end]; moves down only through truncation.
+    high_watermark: i64,
+    /// A truncation is running: appends (and other truncations, DeleteRecords, retention)
+    /// wait for it.
+    truncating: bool,
+    /// How many truncations changed the log: a wait that began before one re-checks what it
+    /// waited for (the offsets it expected may be gone).
+    truncations: u64,
 }
 
 /// A partition log: segments of record batches v2 in `<dir>/`.
@@ -123,6 +140,17 @@ pub struct Log {
     clock: Rc<dyn Clock>,
     state: RefCell<LogState>,
     pub(crate) waiters: RefCell<Waiters>,
+    /// Tasks waiting for the high watermark to move up.
+    hw_waiters: RefCell<Waiters>,
+    /// Tasks waiting for a running truncation to end.
+    truncation_waiters: RefCell<Vec<Waker>>,
+    /// Kafka's `LeaderEpochFileCache`: leader epoch -> its first offset. Never borrowed across
+    /// an `.await`.
+    epoch_cache: RefCell<LeaderEpochFileCache>,
+    epoch_checkpoint: LeaderEpochCheckpointFile,
+    /// Bumped whenever `epoch_cache` changes; the version the checkpoint file holds.
+    epoch_cache_version: Cell<u64>,
+    epoch_checkpointed_version: Cell<u64>,
     /// Serializes checkpoint file writes (one temp file per checkpoint).
     checkpoint_lock: Semaphore,
     checkpoint_writer: u64,
@@ -157,6 +185,15 @@ impl Log {
             segment_base: last_base,
             position: last.size.get(),
         };
+        let epoch_checkpoint = LeaderEpochCheckpointFile::new(&dir);
+        let on_disk = epoch_checkpoint.read().await?;
+        let epoch_cache = recovered_epoch_cache(
+            &on_disk,
+            &loaded.scanned_epochs,
+            loaded.log_start_offset,
+            loaded.log_end_offset,
+        )?;
+        let epoch_cache_version = u64::from(epoch_cache != on_disk);
         let state = LogState {
             segments: loaded.segments,
             log_start_offset: loaded.log_start_offset,
@@ -168,6 +205,9 @@ impl Log {
             status: Status::Open,
             tail_cache: TailCache::new(config.tail_cache_bytes),
             flush_timer_armed: false,
+            high_watermark: loaded.log_start_offset,
+            truncating: false,
+            truncations: 0,
         };
         let log = Rc::new_cyclic(|me| Log {
             me: me.clone(),
@@ -176,6 +216,12 @@ impl Log {
             clock,
             state: RefCell::new(state),
             waiters: RefCell::new(Waiters::default()),
+            hw_waiters: RefCell::new(Waiters::default()),
+            truncation_waiters: RefCell::new(Vec::new()),
+            epoch_cache: RefCell::new(epoch_cache),
+            epoch_checkpoint,
+            epoch_cache_version: Cell::new(epoch_cache_version),
+            epoch_checkpointed_version: Cell::new(0),
             checkpoint_lock: Semaphore::new(1),
             checkpoint_writer: new_writer_id(),
             checkpointed_recovery_point: Cell::new(loaded.checkpointed_recovery_point),
@@ -184,6 +230,7 @@ impl Log {
         });
         log.checkpoint_log_start_offset().await?;
         log.checkpoint_recovery_point().await?;
+        log.checkpoint_epoch_cache().await?;
         Ok(log)
     }
 
@@ -334,6 +381,7 @@ impl Log {
                 active.sync_index_files().await?;
             }
         }
+        self.checkpoint_epoch_cache().await?;
         let end = self.log_end_offset();
         write_clean_shutdown_marker(&self.dir, end).await?;
         self.set_stopped(Status::Closed);
@@ -363,9 +411,33 @@ impl Log {
 
     fn set_stopped(&self, status: Status) {
         self.state.borrow_mut().status = status;
-        let wakers = self.waiters.borrow_mut().take_all();
+        let mut wakers = self.waiters.borrow_mut().take_all();
+        wakers.extend(self.hw_waiters.borrow_mut().take_all());
+        wakers.append(&mut self.truncation_waiters.borrow_mut());
         wakers.into_iter().for_each(|w| w.wake());
     }
+}
+
+/// The epoch cache a log opens with (Kafka's `LogLoader`): the checkpoint's entries without
+/// those at or past the recovered log end (a crash may have cut the log below them), then
+/// the new epochs the recovery scan met (a crash may have lost their checkpoint write), then
+/// without what lies below the log start offset.
+fn recovered_epoch_cache(
+    on_disk: &LeaderEpochFileCache,
+    scanned_epochs: &[(i32, i64)],
+    log_start_offset: i64,
+    log_end_offset: i64,
+) -> Result<LeaderEpochFileCache, LogError> {
+    let mut cache = on_disk.clone();
+    cache.truncate_from_end(log_end_offset);
+    for &(epoch, start_offset) in scanned_epochs {
+        // `None < Some(_)`: into an empty cache, every epoch is new.
+        if cache.latest_epoch() < Some(epoch) {
+            cache.assign(epoch, start_offset)?;
+        }
+    }
+    cache.truncate_from_start(log_start_offset);
+    Ok(cache)
 }
 
 /// Bytes of `segment` that are written and readable.

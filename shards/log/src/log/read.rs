@@ -26,16 +26,24 @@ impl Log {
     /// stops advancing (failed, closed, deleted). For the fetch long-poll:
     /// race it against a timer, then re-check.
     pub async fn wait_for_append(&self, beyond_offset: i64) {
-        WaitForAppend {
-            log: self,
-            beyond: beyond_offset,
-            id: None,
-        }
+        WaitFor::new(self, WaitTarget::ReadableEnd, beyond_offset, None).await
+    }
+
+    /// [`Log::wait_for_append`] that also resolves when a truncation happened after the
+    /// `truncations` count the caller read (what it waited for may never come).
+    pub(super) async fn wait_readable(&self, beyond_offset: i64, truncations: u64) {
+        WaitFor::new(
+            self,
+            WaitTarget::ReadableEnd,
+            beyond_offset,
+            Some(truncations),
+        )
         .await
     }
 
-    pub(super) async fn wait_readable(&self, beyond_offset: i64) {
-        self.wait_for_append(beyond_offset).await
+    /// Number of truncations so far (see `LogState::truncations`).
+    pub(super) fn truncations(&self) -> u64 {
+        self.state.borrow().truncations
     }
 
     /// Reads whole batches starting with the one holding `start_offset`, at
@@ -248,36 +256,80 @@ pub(super) struct ReadPlan {
     pub(super) next_segment_base: Option<i64>,
 }
 
-/// Future of `Log::wait_for_append`; unregisters itself when dropped.
-struct WaitForAppend<'a> {
+/// What a [`WaitFor`] waits on.
+#[derive(Clone, Copy)]
+pub(super) enum WaitTarget {
+    ReadableEnd,
+    HighWatermark,
+}
+
+/// Future of `Log::wait_for_append` and `Log::wait_for_high_watermark`: resolves once the
+/// target offset passes `beyond`, the log stops, or (if `truncations` is set) a truncation
+/// happened since. Unregisters itself when dropped.
+pub(super) struct WaitFor<'a> {
     log: &'a Log,
+    target: WaitTarget,
     beyond: i64,
+    truncations: Option<u64>,
     id: Option<u64>,
 }
 
-impl Future for WaitForAppend<'_> {
+impl<'a> WaitFor<'a> {
+    pub(super) fn new(
+        log: &'a Log,
+        target: WaitTarget,
+        beyond: i64,
+        truncations: Option<u64>,
+    ) -> Self {
+        Self {
+            log,
+            target,
+            beyond,
+            truncations,
+            id: None,
+        }
+    }
+
+    fn waiters(&self) -> &'a std::cell::RefCell<crate::waiters::Waiters> {
+        match self.target {
+            WaitTarget::ReadableEnd => &self.log.waiters,
+            WaitTarget::HighWatermark => &self.log.hw_waiters,
+        }
+    }
+
+    fn done(&self) -> bool {
+        let st = self.log.state.borrow();
+        let value = match self.target {
+            WaitTarget::ReadableEnd => st.readable_end.offset,
+            WaitTarget::HighWatermark => st.high_watermark,
+        };
+        value > self.beyond || self.truncations.is_some_and(|t| t != st.truncations)
+    }
+}
+
+impl Future for WaitFor<'_> {
     type Output = ();
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
-        if self.log.readable_end_offset() > self.beyond || self.log.stopped() {
+        if self.done() || self.log.stopped() {
             if let Some(id) = self.id.take() {
-                self.log.waiters.borrow_mut().remove(id);
+                self.waiters().borrow_mut().remove(id);
             }
             return Poll::Ready(());
         }
         let beyond = self.beyond;
-        let log = self.log;
-        log.waiters
+        let waiters = self.waiters();
+        waiters
             .borrow_mut()
             .register(&mut self.id, beyond, cx.waker());
         Poll::Pending
     }
 }
 
-impl Drop for WaitForAppend<'_> {
+impl Drop for WaitFor<'_> {
     fn drop(&mut self) {
         if let Some(id) = self.id.take() {
-            self.log.waiters.borrow_mut().remove(id);
+            self.waiters().borrow_mut().remove(id);
         }
     }
 }

@@ -12,7 +12,7 @@ use crate::clock::Clock;
 use crate::index::{OffsetIndex, TimeIndex};
 use crate::segment::{offset_index_file_name, segment_file_name, time_index_file_name};
 
-struct FakeClock(Cell<i64>);
+pub(super) struct FakeClock(pub(super) Cell<i64>);
 
 impl Clock for FakeClock {
     fn now_ms(&self) -> i64 {
@@ -21,7 +21,7 @@ impl Clock for FakeClock {
 }
 
 /// One append of batches given as (records, max timestamp).
-fn ts_batches(spec: &[(i32, i64)], payload: usize) -> Vec<u8> {
+pub(super) fn ts_batches(spec: &[(i32, i64)], payload: usize) -> Vec<u8> {
     spec.iter()
         .flat_map(|&(n, ts)| make_batch_ts(0, n, payload, n as u8, ts))
         .collect()
@@ -105,7 +105,7 @@ fn brute_max_timestamp(model: &Model, from_base: i64, log_start: i64) -> Option<
 }
 
 /// Checks every index lookup and timestamp lookup of `log` against brute force.
-async fn check_lookups(log: &Log, model: &Model, interval: u32, rng: &mut XorShift) {
+pub(super) async fn check_lookups(log: &Log, model: &Model, interval: u32, rng: &mut XorShift) {
     let bases = log.segment_bases();
     let log_start = log.log_start_offset();
     let live: Vec<&(i64, i64, Bytes)> = model.batches.iter().filter(|b| b.0 >= bases[0]).collect();
@@ -157,7 +157,7 @@ async fn check_lookups(log: &Log, model: &Model, interval: u32, rng: &mut XorShi
 }
 
 /// Random timestamps: mostly rising, sometimes older.
-fn next_ts(rng: &mut XorShift, clock: &mut i64) -> i64 {
+pub(super) fn next_ts(rng: &mut XorShift, clock: &mut i64) -> i64 {
     *clock += rng.below(200) as i64;
     if rng.below(5) == 0 {
         *clock - rng.below(1000) as i64
