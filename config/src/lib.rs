@@ -203,6 +203,9 @@ pub struct BrokerConfig {
     pub auto_create_topics_enable: bool,
     /// `delete.topic.enable`.
     pub delete_topic_enable: bool,
+    /// `unclean.leader.election.enable`: topics without the override may elect a leader
+    /// outside the ISR when no ISR member is live (losing what only the ISR had).
+    pub unclean_leader_election_enable: bool,
     /// `producer.id.expiration.ms`: a partition forgets an idle producer id after this long.
     pub producer_id_expiration_ms: i64,
     /// `group.min.session.timeout.ms`.
@@ -369,6 +372,7 @@ impl BrokerConfig {
             default_replication_factor: 1,
             auto_create_topics_enable: true,
             delete_topic_enable: true,
+            unclean_leader_election_enable: false,
             producer_id_expiration_ms: 86_400_000,
             group_min_session_timeout_ms: 6_000,
             group_max_session_timeout_ms: 1_800_000,

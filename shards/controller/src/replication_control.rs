@@ -49,19 +49,12 @@ pub fn check_new_topic(
             topic.replication_factor
         )));
     }
+    // Replicas go on live (unfenced) brokers only, as Kafka's StripedReplicaPlacer; its words.
     let brokers = image.brokers.len();
     if topic.replication_factor as usize > brokers {
         return Err(MetadataError::InvalidReplicationFactor(format!(
-            "replication factor: {} larger than available brokers: {brokers}",
-            topic.replication_factor
-        )));
-    }
-    if topic.replication_factor > 1 {
-        // Followers would host empty logs and could be elected leader: refuse until replication
-        // between brokers lands, rather than pretend.
-        return Err(MetadataError::InvalidReplicationFactor(format!(
-            "replication factor {}: replication between brokers is not implemented yet, use 1",
-            topic.replication_factor
+            "Unable to replicate the partition {rf} time(s): The target replication factor of {rf} cannot be reached because only {brokers} broker(s) are registered.",
+            rf = topic.replication_factor
         )));
     }
     for (name, value) in &topic.configs {

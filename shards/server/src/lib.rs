@@ -8,7 +8,7 @@
 
 mod connection;
 mod context;
-mod controller_client;
+pub mod controller_client;
 mod dispatch;
 mod error;
 mod group_manager;

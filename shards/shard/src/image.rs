@@ -21,6 +21,9 @@ pub struct BrokerImage {
     pub port: i32,
     /// `broker.rack`, if set.
     pub rack: Option<String>,
+    /// The epoch of its current registration: a replica's fetches and the leader's ISR
+    /// changes (AlterPartition) carry it, so that a restarted broker's old self is told apart.
+    pub broker_epoch: i64,
 }
 
 /// One partition of a topic.
@@ -32,6 +35,9 @@ pub struct PartitionImage {
     pub leader: i32,
     /// Leader epoch.
     pub leader_epoch: i32,
+    /// Partition epoch (KRaft's): 0 at creation, one more for every change of its leader or
+    /// ISR. An AlterPartition must name the current one.
+    pub partition_epoch: i32,
     /// Replica node ids.
     pub replicas: Vec<i32>,
     /// In-sync replica node ids.
@@ -225,6 +231,7 @@ mod tests {
                     partition: i as i32,
                     leader: *node,
                     leader_epoch: 0,
+                    partition_epoch: 0,
                     replicas: vec![*node],
                     isr: vec![*node],
                     shard: ShardId(*s),
@@ -247,6 +254,7 @@ mod tests {
             host: format!("b{node_id}"),
             port: 9092,
             rack: None,
+            broker_epoch: i64::from(node_id),
         }
     }
 

@@ -73,6 +73,8 @@ pub enum ControllerMessage {
     DescribeQuorum(crate::DescribeQuorumWork),
     /// Change finalized feature levels (UpdateFeatures).
     UpdateFeatures(crate::UpdateFeaturesWork),
+    /// Change a partition's ISR (AlterPartition), from the shard that leads it.
+    AlterPartition(crate::AlterPartitionWork),
 }
 
 /// A client connection moved between shards at a request boundary: nothing of it is in flight,
