@@ -586,6 +586,31 @@ def test_replicated_topic_leadership_follows_the_isr(cluster, tmp_path):
         assert _ids(p["Replicas"]) == _ids(before[int(p["Partition"])]["Replicas"]) and int(p["Leader"]) != vid, p
 
 
+def test_manual_replica_assignment(cluster, tmp_path):
+    """kafka-topics --create --replica-assignment (CreateTopics with Assignments): the partitions get
+    exactly the replicas given, each led by its first; an assignment naming a broker that is not
+    registered is refused with Kafka's InvalidReplicaAssignmentException and message."""
+    kafka_cli.ensure_tools_libs()
+    topic = "cl-manual"
+    r = kafka_cli.run("kafka-topics", "--bootstrap-server", cluster.bootstrap, "--create", "--topic", topic,
+                      "--replica-assignment", "5:6,6:4,4:5", logdir=tmp_path)
+    assert r.stdout.strip() == f"Created topic {topic}.", (r.stdout, r.stderr)
+
+    def described():
+        head, lines = _describe(cluster.bootstrap.split(",")[0], topic, tmp_path)
+        assert head["PartitionCount"] == "3" and head["ReplicationFactor"] == "2", head
+        return lines
+    lines, _ = _eventually(described, f"{topic} described", 30)
+    assert [(_ids(p["Replicas"]), _ids(p["Isr"]), int(p["Leader"])) for p in lines] == [
+        ([5, 6], [5, 6], 5), ([6, 4], [6, 4], 6), ([4, 5], [4, 5], 4)], lines
+    r = kafka_cli.run("kafka-topics", "--bootstrap-server", cluster.bootstrap, "--create", "--topic", "cl-manual-bad",
+                      "--replica-assignment", "4:9", logdir=tmp_path, check=False)
+    assert r.returncode == 1 and "InvalidReplicaAssignmentException" in r.stderr, (r.stdout, r.stderr)
+    assert "The manual partition assignment includes broker 9, but no such broker is registered." in r.stdout, \
+        (r.stdout, r.stderr)
+    print(f"\n{topic}: " + "; ".join(f"p{p['Partition']} replicas {p['Replicas']} leader {p['Leader']}" for p in lines))
+
+
 def test_librdkafka_admin_lists_topics_and_describes_the_cluster(cluster):
     """confluent-kafka 2.16 (librdkafka 2.16) AdminClient through the cluster: list_topics() for all
     topics (Metadata v13 with bytes after its fields, which Kafka ignores), describe_cluster() and

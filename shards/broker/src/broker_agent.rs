@@ -213,9 +213,20 @@ impl BrokerAgent {
         match message {
             ControllerMessage::CreateTopics(work) => {
                 let count = work.topics.len();
-                let request = ControllerRequest::CreateTopics {
-                    topics: work.topics,
-                    validate_only: work.validate_only,
+                // Manual assignments travel in a kind of their own (CreateTopics' bytes are
+                // those every build speaks).
+                let request = if work.topics.iter().any(|t| t.assignments.is_some()) {
+                    let assignments = work.topics.iter().map(|t| t.assignments.clone()).collect();
+                    ControllerRequest::CreateTopicsAssigned {
+                        topics: work.topics,
+                        assignments,
+                        validate_only: work.validate_only,
+                    }
+                } else {
+                    ControllerRequest::CreateTopics {
+                        topics: work.topics,
+                        validate_only: work.validate_only,
+                    }
                 };
                 let results = self
                     .forward_change(&request, count, |response| match response {

@@ -32,10 +32,13 @@ use crate::placement::{place_replicas, PlacementBroker};
 use crate::raft_driver::{self, Applier, DriverSettings, ProposeError, RaftHandle};
 use crate::records::{decode_entry, encode_entry, MetadataRecord};
 use crate::replication_control::{
-    check_new_topic, config_records, find_topic, new_cluster_id, new_topic_id,
+    check_new_topic, config_records, find_topic, manual_partition, new_cluster_id, new_topic_id,
 };
 use crate::rpc::{ControllerRequest, ControllerResponse, HeartbeatState, MetadataEntry};
 use crate::rpc_net::RpcHandler;
+
+/// The replicas and the ISR of each partition of a topic, in partition order.
+type Placement = Vec<(Vec<i32>, Vec<i32>)>;
 
 /// How often the active controller looks for expired broker sessions.
 const SESSION_CHECK_INTERVAL: Duration = Duration::from_millis(100);
@@ -225,6 +228,20 @@ impl QuorumController {
                 topics,
                 validate_only,
             } => {
+                let (results, metadata_offset) = self.create_topics(topics, validate_only).await;
+                ControllerResponse::CreateTopics {
+                    results,
+                    metadata_offset,
+                }
+            }
+            ControllerRequest::CreateTopicsAssigned {
+                mut topics,
+                assignments,
+                validate_only,
+            } => {
+                for (topic, assigned) in topics.iter_mut().zip(assignments) {
+                    topic.assignments = assigned;
+                }
                 let (results, metadata_offset) = self.create_topics(topics, validate_only).await;
                 ControllerResponse::CreateTopics {
                     results,
@@ -674,14 +691,25 @@ impl QuorumController {
         self.commit_for(records, results).await
     }
 
-    /// Replica lists for a new topic's partitions over the live brokers, within every broker's
-    /// partition budget (`sluice.broker.partitions.max`).
+    /// Replicas and ISR of each of a new topic's partitions: as assigned by hand (checked as
+    /// Kafka does), else placed over the live brokers; within every broker's partition budget
+    /// (`sluice.broker.partitions.max`).
     fn place(
         &self,
         state: &MetadataState,
         topic: &NewTopic,
         hosted: &mut BTreeMap<i32, usize>,
-    ) -> Result<Vec<Vec<i32>>, MetadataError> {
+    ) -> Result<Placement, MetadataError> {
+        let max = self.settings.partitions_max;
+        if let Some(assignments) = &topic.assignments {
+            let replication_factor = assignments.first().map_or(0, Vec::len);
+            let placed = assignments
+                .iter()
+                .enumerate()
+                .map(|(i, replicas)| manual_partition(state, replicas, replication_factor, i))
+                .collect::<Result<Vec<_>, _>>()?;
+            return within_budget(placed, hosted, max, topic.num_partitions);
+        }
         let brokers: Vec<PlacementBroker> = state
             .live_brokers()
             .map(|b| PlacementBroker {
@@ -697,7 +725,6 @@ impl QuorumController {
         // The budget first, by arithmetic: a hostile partition count must be refused before
         // any replica list is allocated. Round robin gives each broker at most
         // ceil(partitions × rf / brokers) of the new replicas.
-        let max = self.settings.partitions_max;
         let new_replicas =
             topic.num_partitions.max(0) as u64 * topic.replication_factor.max(0) as u64;
         let per_broker = new_replicas.div_ceil(brokers.len() as u64);
@@ -719,18 +746,9 @@ impl QuorumController {
             topic.replication_factor as usize,
             start,
         );
-        let mut after = hosted.clone();
-        for id in placed.iter().flatten() {
-            *after.entry(*id).or_insert(0) += 1;
-        }
-        if let Some((id, count)) = after.iter().find(|(_, count)| **count > max) {
-            return Err(MetadataError::InvalidPartitions(format!(
-                "{} more partitions would put {count} on broker {id}, above sluice.broker.partitions.max ({max})",
-                topic.num_partitions
-            )));
-        }
-        *hosted = after;
-        Ok(placed)
+        // Placed replicas are all live: each partition's ISR is its replicas.
+        let placed = placed.into_iter().map(|r| (r.clone(), r)).collect();
+        within_budget(placed, hosted, max, topic.num_partitions)
     }
 
     /// AlterPartition: decided by `partition_change::alter_partition`, the one change
@@ -1048,22 +1066,46 @@ fn partitions_per_broker(state: &MetadataState) -> BTreeMap<i32, usize> {
     hosted
 }
 
+/// `placed` if no broker then hosts more than `max` partitions (`hosted` takes them then).
+fn within_budget(
+    placed: Placement,
+    hosted: &mut BTreeMap<i32, usize>,
+    max: usize,
+    num_partitions: i32,
+) -> Result<Placement, MetadataError> {
+    let mut after = hosted.clone();
+    for (replicas, _) in &placed {
+        for id in replicas {
+            *after.entry(*id).or_insert(0) += 1;
+        }
+    }
+    if let Some((id, count)) = after.iter().find(|(_, count)| **count > max) {
+        return Err(MetadataError::InvalidPartitions(format!(
+            "{num_partitions} more partitions would put {count} on broker {id}, above sluice.broker.partitions.max ({max})"
+        )));
+    }
+    *hosted = after;
+    Ok(placed)
+}
+
 fn topic_records(
     topic: &NewTopic,
     topic_id: Uuid,
-    placed: Vec<Vec<i32>>,
+    placed: Placement,
     out: &mut Vec<MetadataRecord>,
 ) {
     out.push(MetadataRecord::Topic {
         name: topic.name.clone(),
         topic_id,
     });
-    for (partition, replicas) in placed.into_iter().enumerate() {
+    for (partition, (replicas, isr)) in placed.into_iter().enumerate() {
+        // The first in-sync replica leads (placement and `manual_partition` make the ISR
+        // non-empty, in replica order).
         out.push(MetadataRecord::Partition {
             topic_id,
             partition: partition as i32,
-            leader: replicas[0],
-            isr: replicas.clone(),
+            leader: isr.first().copied().unwrap_or(-1),
+            isr,
             replicas,
             leader_epoch: 0,
         });
@@ -1423,6 +1465,7 @@ mod tests {
                             num_partitions: 1,
                             replication_factor: 3,
                             configs: Vec::new(),
+                            assignments: None,
                         }],
                         validate_only: false,
                     })
@@ -1431,6 +1474,47 @@ mod tests {
                     panic!("{answer:?}");
                 };
                 let topic_id = results[0].as_ref().expect("RF 3 on 3 brokers").topic_id;
+                // A manual assignment is used as given, led by its first replica; one naming a
+                // broker that is not registered is refused with Kafka's words.
+                let manual = |name: &str, assignments: Vec<Vec<i32>>| {
+                    controller.serve_request(ControllerRequest::CreateTopicsAssigned {
+                        topics: vec![NewTopic {
+                            name: name.into(),
+                            num_partitions: assignments.len() as i32,
+                            replication_factor: assignments[0].len() as i16,
+                            configs: Vec::new(),
+                            assignments: None,
+                        }],
+                        assignments: vec![Some(assignments)],
+                        validate_only: false,
+                    })
+                };
+                let answer = manual("m", vec![vec![3, 1], vec![2, 3]]).await;
+                let Some(ControllerResponse::CreateTopics { results, .. }) = answer else {
+                    panic!("{answer:?}");
+                };
+                assert!(results[0].is_ok(), "{results:?}");
+                let placed: Vec<(Vec<i32>, Vec<i32>, i32)> = controller.state.borrow().image.topic("m")
+                    .unwrap()
+                    .partitions
+                    .iter()
+                    .map(|p| (p.replicas.clone(), p.isr.clone(), p.leader))
+                    .collect();
+                assert_eq!(
+                    placed,
+                    vec![(vec![3, 1], vec![3, 1], 3), (vec![2, 3], vec![2, 3], 2)]
+                );
+                let answer = manual("m2", vec![vec![3, 9]]).await;
+                let Some(ControllerResponse::CreateTopics { results, .. }) = answer else {
+                    panic!("{answer:?}");
+                };
+                match &results[0] {
+                    Err(MetadataError::InvalidReplicaAssignment(message)) => assert_eq!(
+                        message,
+                        "The manual partition assignment includes broker 9, but no such broker is registered."
+                    ),
+                    other => panic!("{other:?}"),
+                }
                 let partition = || {
                     controller
                         .state

@@ -252,6 +252,16 @@ rpc_messages! {
             /// Only check, change nothing.
             validate_only: bool,
         },
+        /// Forwarded CreateTopics of which some topic has a manual assignment (a kind of its own,
+        /// so that CreateTopics' bytes stay as they were); answered as CreateTopics.
+        CreateTopicsAssigned = kind::CREATE_TOPICS_ASSIGNED {
+            /// The topics (without their assignments).
+            topics: Vec<NewTopic>,
+            /// Each topic's assignment, in the same order: replicas per partition.
+            assignments: Vec<Option<Vec<Vec<i32>>>>,
+            /// Only check, create nothing.
+            validate_only: bool,
+        },
         /// KRaft's AlterPartitionRequest, for one partition: its leader's ISR change.
         AlterPartition = kind::ALTER_PARTITION {
             /// The sending broker (the partition's leader).
@@ -386,6 +396,7 @@ mod kind {
     pub const DESCRIBE_QUORUM: u8 = 10;
     pub const UPDATE_FEATURES: u8 = 11;
     pub const ALTER_PARTITION: u8 = 12;
+    pub const CREATE_TOPICS_ASSIGNED: u8 = 13;
     pub const RESPONSE: u8 = 0x80;
     pub const NOT_CONTROLLER: u8 = RESPONSE;
 }
@@ -725,6 +736,29 @@ impl<T: Wire> Wire for Result<T, MetadataError> {
     }
 }
 
+/// CreateTopics' topic as it has always been written: its manual assignment is not part of it
+/// (CreateTopics' bytes stay those of earlier builds); it travels in `CreateTopicsAssigned`.
+impl Wire for NewTopic {
+    const MIN_BYTES: usize = String::MIN_BYTES + 4 + 2 + 4;
+
+    fn put(&self, e: &mut Encoder) {
+        self.name.put(e);
+        self.num_partitions.put(e);
+        self.replication_factor.put(e);
+        self.configs.put(e);
+    }
+
+    fn get(d: &mut Decoder) -> Result<Self, RpcError> {
+        Ok(NewTopic {
+            name: Wire::get(d)?,
+            num_partitions: Wire::get(d)?,
+            replication_factor: Wire::get(d)?,
+            configs: Wire::get(d)?,
+            assignments: None,
+        })
+    }
+}
+
 /// Derives [`Wire`] for structs: their fields in order, each in its type's form.
 macro_rules! wire_struct {
     ($($name:ident { $($field:ident: $ty:ty),* $(,)? })*) => {$(
@@ -753,12 +787,6 @@ wire_struct! {
         voters: Vec<QuorumReplica>,
         observers: Vec<QuorumReplica>,
         endpoints: Vec<QuorumEndpoint>,
-    }
-    NewTopic {
-        name: String,
-        num_partitions: i32,
-        replication_factor: i16,
-        configs: Vec<(String, String)>,
     }
     NewPartitions { name: String, count: i32, assignments: Option<Vec<Vec<i32>>> }
     CreatedTopic { topic_id: Uuid, num_partitions: i32, replication_factor: i16 }
@@ -953,12 +981,14 @@ mod tests {
                             ("retention.ms".into(), "-1".into()),
                             ("cleanup.policy".into(), "compact,delete".into()),
                         ],
+                        assignments: None,
                     },
                     NewTopic {
                         name: "empty-configs".into(),
                         num_partitions: 1,
                         replication_factor: -1,
                         configs: Vec::new(),
+                        assignments: None,
                     },
                 ],
                 validate_only: false,
@@ -1070,6 +1100,26 @@ mod tests {
                     partition_epoch: -1,
                     new_isr: Vec::new(),
                 },
+            },
+            ControllerRequest::CreateTopicsAssigned {
+                topics: vec![
+                    NewTopic {
+                        name: "manual".into(),
+                        num_partitions: 2,
+                        replication_factor: 2,
+                        configs: vec![("retention.ms".into(), "5".into())],
+                        assignments: None,
+                    },
+                    NewTopic {
+                        name: "placed".into(),
+                        num_partitions: 1,
+                        replication_factor: 1,
+                        configs: Vec::new(),
+                        assignments: None,
+                    },
+                ],
+                assignments: vec![Some(vec![vec![4, 5], vec![5, 6]]), None],
+                validate_only: false,
             },
         ]
     }

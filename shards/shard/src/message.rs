@@ -144,6 +144,9 @@ pub struct NewTopic {
     pub replication_factor: i16,
     /// Topic config overrides.
     pub configs: Vec<(String, String)>,
+    /// A manual assignment (CreateTopics' `Assignments`): the replicas of each partition, in
+    /// partition order; `None` lets the controller place them.
+    pub assignments: Option<Vec<Vec<i32>>>,
 }
 
 /// A created topic.
