@@ -1504,6 +1504,17 @@ mod tests {
                     placed,
                     vec![(vec![3, 1], vec![3, 1], 3), (vec![2, 3], vec![2, 3], 2)]
                 );
+                let answer = manual("m3", vec![vec![]]).await;
+                let Some(ControllerResponse::CreateTopics { results, .. }) = answer else {
+                    panic!("{answer:?}");
+                };
+                match &results[0] {
+                    Err(MetadataError::InvalidReplicaAssignment(message)) => assert_eq!(
+                        message,
+                        "The manual partition assignment includes an empty replica list."
+                    ),
+                    other => panic!("{other:?}"),
+                }
                 let answer = manual("m2", vec![vec![3, 9]]).await;
                 let Some(ControllerResponse::CreateTopics { results, .. }) = answer else {
                     panic!("{answer:?}");

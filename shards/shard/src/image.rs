@@ -148,6 +148,13 @@ impl MetadataImage {
         self.brokers.iter().find(|b| b.node_id == node_id)
     }
 
+    /// The registered broker `node_id`, live or fenced: a fenced broker still has its
+    /// registration's epoch (its replicas fetch with it, and it is fenced by it).
+    pub fn registered_broker(&self, node_id: i32) -> Option<&BrokerImage> {
+        self.broker(node_id)
+            .or_else(|| self.fenced_brokers.iter().find(|b| b.node_id == node_id))
+    }
+
     /// Whether `node_id` is a live broker.
     pub fn is_live(&self, node_id: i32) -> bool {
         self.broker(node_id).is_some()
@@ -360,5 +367,19 @@ mod tests {
         assert!(image.is_live(1));
         assert!(!image.is_live(2));
         assert!(!image.is_live(-1));
+    }
+
+    #[test]
+    fn a_fenced_broker_keeps_its_registration_epoch() {
+        let mut image = MetadataImage {
+            brokers: vec![broker(1)],
+            fenced_brokers: vec![broker(2)],
+            ..MetadataImage::default()
+        };
+        image.fenced_brokers[0].broker_epoch = 17;
+        assert!(image.broker(2).is_none());
+        assert_eq!(image.registered_broker(2).map(|b| b.broker_epoch), Some(17));
+        assert_eq!(image.registered_broker(1).map(|b| b.broker_epoch), Some(1));
+        assert!(image.registered_broker(3).is_none());
     }
 }
