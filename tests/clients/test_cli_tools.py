@@ -151,6 +151,10 @@ def test_topics_create_errors(cli):
 
     r = cli("kafka-topics", "--create", "--topic", "cli-topics-rf3", "--replication-factor", "3", check=False)
     assert r.returncode == 1 and "InvalidReplicationFactorException" in r.stderr, (r.stdout, r.stderr)
+    # Replicas go on registered, unfenced brokers; Kafka's placer's words.
+    assert ("Unable to replicate the partition 3 time(s): The target replication factor of 3 cannot be reached "
+            "because only 1 broker(s) are registered or some brokers have all their log directories cordoned.") \
+        in r.stdout, r.stdout
 
 
 def test_topics_create_with_replica_assignment(cli):

@@ -50,12 +50,13 @@ pub fn check_new_topic(
             topic.replication_factor
         )));
     }
-    // Replicas go on live (unfenced) brokers only, as Kafka's StripedReplicaPlacer; its words.
+    // Replicas go on live (unfenced) brokers only, as Kafka's StripedReplicaPlacer; its words
+    // (Kafka 4.4's, which name cordoned log directories; Sluice has no cordoning).
     // A manual assignment is checked partition by partition instead (`manual_partition`).
     let brokers = image.brokers.len();
     if topic.assignments.is_none() && topic.replication_factor as usize > brokers {
         return Err(MetadataError::InvalidReplicationFactor(format!(
-            "Unable to replicate the partition {rf} time(s): The target replication factor of {rf} cannot be reached because only {brokers} broker(s) are registered.",
+            "Unable to replicate the partition {rf} time(s): The target replication factor of {rf} cannot be reached because only {brokers} broker(s) are registered or some brokers have all their log directories cordoned.",
             rf = topic.replication_factor
         )));
     }
@@ -290,7 +291,7 @@ fn new_partition_records(
             }
             if replication_factor > brokers.len() {
                 return Err(MetadataError::InvalidReplicationFactor(format!(
-                    "The target replication factor of {replication_factor} cannot be reached because only {} broker(s) are registered.",
+                    "The target replication factor of {replication_factor} cannot be reached because only {} broker(s) are registered or some brokers have all their log directories cordoned.",
                     brokers.len()
                 )));
             }
@@ -728,7 +729,7 @@ mod tests {
         assert!(matches!(error, MetadataError::InvalidReplicationFactor(_)));
         assert_eq!(
             message(error),
-            "The target replication factor of 2 cannot be reached because only 1 broker(s) are registered."
+            "The target replication factor of 2 cannot be reached because only 1 broker(s) are registered or some brokers have all their log directories cordoned."
         );
     }
 
