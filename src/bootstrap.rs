@@ -429,6 +429,7 @@ fn controller_settings(config: &BrokerConfig) -> ControllerSettings {
         broker_session_timeout: Duration::from_millis(config.broker_session_timeout_ms),
         delete_topic_enable: config.delete_topic_enable,
         partitions_max: config.sluice_broker_partitions_max,
+        unclean_leader_election_enable: config.unclean_leader_election_enable,
     }
 }
 

@@ -206,6 +206,9 @@ pub struct BrokerConfig {
     pub auto_create_topics_enable: bool,
     /// `delete.topic.enable`.
     pub delete_topic_enable: bool,
+    /// `unclean.leader.election.enable`: topics without the override may elect a leader
+    /// outside the ISR when no ISR member is live (losing what only the ISR had).
+    pub unclean_leader_election_enable: bool,
     /// `producer.id.expiration.ms`: a partition forgets an idle producer id after this long.
     pub producer_id_expiration_ms: i64,
     /// `replica.fetch.max.bytes`: bytes a follower asks per partition in one Fetch (the leader
@@ -393,6 +396,7 @@ impl BrokerConfig {
             min_insync_replicas: 1,
             auto_create_topics_enable: true,
             delete_topic_enable: true,
+            unclean_leader_election_enable: false,
             producer_id_expiration_ms: 86_400_000,
             replica_fetch_max_bytes: 1_048_576,
             replica_fetch_response_max_bytes: 10_485_760,

@@ -309,6 +309,14 @@ pub static SETTINGS: &[Setting] = &[
         },
     },
     Setting {
+        name: "unclean.leader.election.enable",
+        doc: "Let a replica outside the ISR lead when no ISR member is live (topics without the override).",
+        apply: |c, v| {
+            c.unclean_leader_election_enable = boolean(v)?;
+            Ok(())
+        },
+    },
+    Setting {
         name: "producer.id.expiration.ms",
         doc: "How long a partition keeps an idle idempotent producer's state (epoch, last sequences).",
         apply: |c, v| {

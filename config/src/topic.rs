@@ -290,6 +290,9 @@ impl BrokerConfig {
             "message.timestamp.after.max.ms" => {
                 Some(self.log_message_timestamp_after_max_ms.to_string())
             }
+            "unclean.leader.election.enable" => {
+                Some(self.unclean_leader_election_enable.to_string())
+            }
             _ => None,
         };
         match from_broker {
@@ -425,6 +428,9 @@ fn broker_setting_value(c: &BrokerConfig, name: &str) -> (Option<String>, Config
         "min.insync.replicas" => (s(c.min_insync_replicas.to_string()), Int),
         "auto.create.topics.enable" => (s(c.auto_create_topics_enable.to_string()), Boolean),
         "delete.topic.enable" => (s(c.delete_topic_enable.to_string()), Boolean),
+        "unclean.leader.election.enable" => {
+            (s(c.unclean_leader_election_enable.to_string()), Boolean)
+        }
         "producer.id.expiration.ms" => (s(c.producer_id_expiration_ms.to_string()), Int),
         "replica.fetch.max.bytes" => (s(c.replica_fetch_max_bytes.to_string()), Int),
         "replica.fetch.response.max.bytes" => {

@@ -151,6 +151,26 @@ def test_topics_create_errors(cli):
 
     r = cli("kafka-topics", "--create", "--topic", "cli-topics-rf3", "--replication-factor", "3", check=False)
     assert r.returncode == 1 and "InvalidReplicationFactorException" in r.stderr, (r.stdout, r.stderr)
+    # Replicas go on registered, unfenced brokers; Kafka's placer's words.
+    assert ("Unable to replicate the partition 3 time(s): The target replication factor of 3 cannot be reached "
+            "because only 1 broker(s) are registered or some brokers have all their log directories cordoned.") \
+        in r.stdout, r.stdout
+
+
+def test_topics_create_with_replica_assignment(cli):
+    """--replica-assignment (CreateTopics with Assignments): the partitions are placed as given; an
+    assignment naming a broker that is not registered is refused with Kafka's
+    InvalidReplicaAssignmentException and message, and creates nothing."""
+    create_topic(cli, "cli-topics-manual", "--replica-assignment", "1,1,1")
+    topic, parts = describe_topic(cli, "cli-topics-manual")
+    assert topic["PartitionCount"] == "3" and topic["ReplicationFactor"] == "1", topic
+    assert [(p["Partition"], p["Leader"], p["Replicas"], p["Isr"]) for p in parts] == \
+        [(str(i), "1", "1", "1") for i in range(3)], parts
+    r = cli("kafka-topics", "--create", "--topic", "cli-topics-manual-bad", "--replica-assignment", "1:9", check=False)
+    assert r.returncode == 1 and "InvalidReplicaAssignmentException" in r.stderr, (r.stdout, r.stderr)
+    assert "The manual partition assignment includes broker 9, but no such broker is registered." in r.stdout, \
+        (r.stdout, r.stderr)
+    assert "cli-topics-manual-bad" not in lines(cli("kafka-topics", "--list").stdout)
 
 
 def test_topics_alter_partitions(cli, broker):

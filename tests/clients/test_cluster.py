@@ -19,6 +19,10 @@ started with config/cluster/start from the config/cluster/*.toml files (cluster.
    recent fetches, brokers 4-6 as observers; after the kills of 2., the new active controller
    with the term it won.
 5. kill -9 of all three controllers: SIGTERM still stops a broker gracefully within 10 s.
+3b. A topic with 3 replicas: kafka-topics --describe shows every broker as replica and in the ISR,
+   leaders one per broker; SIGTERM of a broker (controlled shutdown) moves its leaderships to the
+   next ISR member and takes it out of the ISRs before it exits; restarted, it is a replica again,
+   leading nothing.
 6. Replication: a topic with RF=3 and min.insync.replicas=2; an idempotent acks=all producer keeps
    producing while the leader of partition 0 is killed with kill -9: every acknowledged record is
    read back exactly once at its offset, and the restarted broker rejoins every ISR.
@@ -490,6 +494,124 @@ def test_killed_broker_is_fenced_and_returns(cluster, tmp_path):
     harness.verify_exactly_once(records, 200, "f", partitions=parts)
     print(f"partition {part} (led by {vid}): 100 messages from before the kill and 100 produced after the "
           f"restart via {via}, all 200 read back via {via_consume} exactly once, offsets 0..199")
+
+
+def _describe(bootstrap: str, topic: str, logdir) -> tuple[dict, list[dict]]:
+    """kafka-topics --describe --topic through `bootstrap`: (topic line, partition lines), each line
+    as {field: value}."""
+    out = kafka_cli.run("kafka-topics", "--bootstrap-server", bootstrap, "--describe", "--topic", topic,
+                        logdir=logdir).stdout
+    head, parts = None, []
+    for ln in out.splitlines():
+        if not ln.strip():
+            continue
+        fields = dict(f.split(": ", 1) if ": " in f else (f.rstrip(":"), "") for f in ln.strip().split("\t"))
+        if "PartitionCount" in fields:
+            head = fields
+        else:
+            assert fields.get("Topic") == topic and "Partition" in fields, ln
+            parts.append(fields)
+    assert head is not None, out
+    return head, parts
+
+
+def _ids(text: str) -> list[int]:
+    return [int(i) for i in text.split(",") if i]
+
+
+def test_replicated_topic_leadership_follows_the_isr(cluster, tmp_path):
+    """A topic with 3 replicas (kafka-topics --create --replication-factor 3, Kafka's CLI): --describe
+    shows ReplicationFactor 3 and, per partition, the 3 brokers as Replicas and Isr, led by its first
+    replica, the 3 partitions' leaders one per broker. A broker stopped by SIGTERM (controlled shutdown)
+    leaves every ISR and its leaderships move, in the entry that fences it: as soon as its process has
+    exited, each partition it led is led by the next replica in replica order that is in the ISR, and
+    no controller logs a session expiry for it. Restarted, it is listed again, a replica of every
+    partition, leading none."""
+    kafka_cli.ensure_tools_libs()
+    topic, parts = "cl-rf3", 3
+    victim, via = "broker-1", "broker-2"
+    vid = cluster.node_ids[victim]
+    r = kafka_cli.run("kafka-topics", "--bootstrap-server", cluster.bootstrap, "--create", "--topic", topic,
+                      "--partitions", str(parts), "--replication-factor", "3", logdir=tmp_path)
+    assert r.stdout.strip() == f"Created topic {topic}.", (r.stdout, r.stderr)
+
+    def described():
+        head, lines = _describe(cluster.broker_address(via), topic, tmp_path)
+        assert head["PartitionCount"] == str(parts) and head["ReplicationFactor"] == "3", head
+        assert [int(p["Partition"]) for p in lines] == list(range(parts)), lines
+        return head, lines
+    (head, before), _ = _eventually(described, f"{topic} described with {parts} partitions", 30)
+    for p in before:
+        replicas = _ids(p["Replicas"])
+        assert sorted(replicas) == BROKER_IDS and _ids(p["Isr"]) == replicas, p
+        assert int(p["Leader"]) == replicas[0], p
+    assert sorted(int(p["Leader"]) for p in before) == BROKER_IDS, before
+    print(f"\n{topic}: " + "; ".join(f"p{p['Partition']} leader {p['Leader']} replicas {p['Replicas']} isr {p['Isr']}"
+                                     for p in before))
+
+    ctl_since = {c: cluster.log_size(c) for c in CONTROLLERS}
+    pid = cluster.pid(victim)
+    t0 = time.time()
+    os.kill(pid, signal.SIGTERM)
+    while alive(pid) and time.time() - t0 < 15:
+        time.sleep(0.01)
+    stopped_s = time.time() - t0
+    assert not alive(pid), f"{victim} still running {stopped_s:.1f}s after SIGTERM\n{cluster.tails(20, [victim])}"
+    cluster.killed.add(victim)
+    _, after = described()
+    took_s = time.time() - t0
+    for old, new in zip(before, after):
+        replicas = _ids(old["Replicas"])
+        assert _ids(new["Replicas"]) == replicas, (old, new)
+        isr = [b for b in _ids(old["Isr"]) if b != vid]
+        assert _ids(new["Isr"]) == isr, (old, new)
+        leader = int(old["Leader"])
+        expected = leader if leader != vid else next(b for b in replicas if b in isr)
+        assert int(new["Leader"]) == expected, (old, new)
+    expired = [l for c in CONTROLLERS for l in cluster.lines(c, ctl_since[c])
+               if "session expired" in l and f"broker_id={vid}" in l]
+    assert not expired, expired
+    print(f"SIGTERM {victim} (node {vid}): exited after {stopped_s:.2f}s, described via {via} after "
+          f"{took_s:.2f}s: " + "; ".join(f"p{p['Partition']} leader {p['Leader']} isr {p['Isr']}" for p in after))
+
+    offset = cluster.restart(victim)
+    cluster.wait_line(victim, READY, offset, 60, "(ready after restart)")
+
+    def listed_again():
+        md = cluster.kcat_metadata(via, topic)
+        assert broker_ids(md) == BROKER_IDS, f"brokers {broker_ids(md)}"
+        return md
+    _eventually(listed_again, f"broker {vid} listed again", 30)
+    _, back = described()
+    # Whether it is back in an ISR is its leaders' doing (AlterPartition once it has caught up); it
+    # leads nothing again until an election needs it.
+    for p in back:
+        assert _ids(p["Replicas"]) == _ids(before[int(p["Partition"])]["Replicas"]) and int(p["Leader"]) != vid, p
+
+
+def test_manual_replica_assignment(cluster, tmp_path):
+    """kafka-topics --create --replica-assignment (CreateTopics with Assignments): the partitions get
+    exactly the replicas given, each led by its first; an assignment naming a broker that is not
+    registered is refused with Kafka's InvalidReplicaAssignmentException and message."""
+    kafka_cli.ensure_tools_libs()
+    topic = "cl-manual"
+    r = kafka_cli.run("kafka-topics", "--bootstrap-server", cluster.bootstrap, "--create", "--topic", topic,
+                      "--replica-assignment", "5:6,6:4,4:5", logdir=tmp_path)
+    assert r.stdout.strip() == f"Created topic {topic}.", (r.stdout, r.stderr)
+
+    def described():
+        head, lines = _describe(cluster.bootstrap.split(",")[0], topic, tmp_path)
+        assert head["PartitionCount"] == "3" and head["ReplicationFactor"] == "2", head
+        return lines
+    lines, _ = _eventually(described, f"{topic} described", 30)
+    assert [(_ids(p["Replicas"]), _ids(p["Isr"]), int(p["Leader"])) for p in lines] == [
+        ([5, 6], [5, 6], 5), ([6, 4], [6, 4], 6), ([4, 5], [4, 5], 4)], lines
+    r = kafka_cli.run("kafka-topics", "--bootstrap-server", cluster.bootstrap, "--create", "--topic", "cl-manual-bad",
+                      "--replica-assignment", "4:9", logdir=tmp_path, check=False)
+    assert r.returncode == 1 and "InvalidReplicaAssignmentException" in r.stderr, (r.stdout, r.stderr)
+    assert "The manual partition assignment includes broker 9, but no such broker is registered." in r.stdout, \
+        (r.stdout, r.stderr)
+    print(f"\n{topic}: " + "; ".join(f"p{p['Partition']} replicas {p['Replicas']} leader {p['Leader']}" for p in lines))
 
 
 def test_librdkafka_admin_lists_topics_and_describes_the_cluster(cluster):

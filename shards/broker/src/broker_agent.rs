@@ -213,9 +213,20 @@ impl BrokerAgent {
         match message {
             ControllerMessage::CreateTopics(work) => {
                 let count = work.topics.len();
-                let request = ControllerRequest::CreateTopics {
-                    topics: work.topics,
-                    validate_only: work.validate_only,
+                // Manual assignments travel in a kind of their own (CreateTopics' bytes are
+                // those every build speaks).
+                let request = if work.topics.iter().any(|t| t.assignments.is_some()) {
+                    let assignments = work.topics.iter().map(|t| t.assignments.clone()).collect();
+                    ControllerRequest::CreateTopicsAssigned {
+                        topics: work.topics,
+                        assignments,
+                        validate_only: work.validate_only,
+                    }
+                } else {
+                    ControllerRequest::CreateTopics {
+                        topics: work.topics,
+                        validate_only: work.validate_only,
+                    }
                 };
                 let results = self
                     .forward_change(&request, count, |response| match response {
@@ -313,6 +324,22 @@ impl BrokerAgent {
                         }
                         result
                     }
+                    Ok(_) => Err(MetadataError::ControllerNotAvailable),
+                    Err(error) => Err(error),
+                };
+                let _ = work.reply.send(result);
+            }
+            ControllerMessage::AlterPartition(work) => {
+                // Kafka's AlterPartitionManager: sent with this broker's id and registration
+                // epoch, answered from the controller's reply (the change reaches the shards'
+                // images through the log as any other).
+                let request = ControllerRequest::AlterPartition {
+                    broker_id: self.settings.node_id,
+                    broker_epoch: self.broker_epoch.get(),
+                    item: work.item,
+                };
+                let result = match self.forward(&request).await {
+                    Ok(ControllerResponse::AlterPartition { result }) => result,
                     Ok(_) => Err(MetadataError::ControllerNotAvailable),
                     Err(error) => Err(error),
                 };
@@ -546,10 +573,13 @@ impl BrokerAgent {
         }
     }
 
-    /// KRaft's controlled shutdown, shortened: asks the controller to fence this broker now,
-    /// so that its partitions lose their leader at once instead of after the session timeout,
-    /// and its next start registers without waiting. Bounded: a controller that does not
-    /// answer does not hold up the stop.
+    /// KRaft's controlled shutdown, shortened to one step: asks the controller to fence this
+    /// broker now, which in the same entry moves its leaderships to other in-sync replicas and
+    /// takes it out of every ISR; then waits until this broker's shards hold an image that
+    /// shows it, so that they answer NOT_LEADER_OR_FOLLOWER (clients move to the new leaders)
+    /// before the listener closes, instead of the partitions waiting out the session timeout.
+    /// Its next start registers without waiting. Bounded: a controller that does not answer
+    /// does not hold up the stop.
     pub async fn controlled_shutdown(&self) {
         if self.broker_epoch.get() < 0 {
             return;
@@ -561,24 +591,68 @@ impl BrokerAgent {
             want_fence: true,
             want_shut_down: true,
         };
-        let answered =
-            futures_lite::future::or(async { Some(self.link.call(&request).await) }, async {
-                glommio::timer::sleep(CONTROLLED_SHUTDOWN_TIMEOUT).await;
-                None
-            })
-            .await;
+        let fenced_here = async {
+            let answer = self.link.call(&request).await;
+            if matches!(
+                answer,
+                Ok(ControllerResponse::BrokerHeartbeat { result: Ok(_) })
+            ) {
+                self.fenced.set(true);
+                // The log follower stopped with `run`: fetch and publish the fencing entry
+                // here; the shards stop leading once they hold it.
+                while !self.published_fenced() {
+                    self.fetch_and_publish_once().await;
+                }
+            }
+            Some(answer)
+        };
+        let answered = futures_lite::future::or(fenced_here, async {
+            glommio::timer::sleep(CONTROLLED_SHUTDOWN_TIMEOUT).await;
+            None
+        })
+        .await;
         match answered {
             Some(Ok(ControllerResponse::BrokerHeartbeat { result: Ok(_) })) => {
                 info!(
                     broker_id = self.settings.node_id,
-                    "controlled shutdown: fenced"
+                    "controlled shutdown: fenced, leaderships moved"
                 )
             }
             other => warn!(
                 ?other,
-                "controlled shutdown not acknowledged; the session will expire"
+                "controlled shutdown not acknowledged (or not yet applied here); the session will expire"
             ),
         }
+    }
+
+    /// One short metadata fetch, applied and published if it brought entries.
+    async fn fetch_and_publish_once(&self) {
+        let request = ControllerRequest::FetchMetadata {
+            broker_id: self.settings.node_id,
+            offset_after: self.state.borrow().applied_index,
+            max_wait_ms: u32::try_from(FENCED_HEARTBEAT_INTERVAL.as_millis()).unwrap_or(u32::MAX),
+            bytes_max: FETCH_BYTES_MAX,
+        };
+        match self.link.call(&request).await {
+            Ok(ControllerResponse::FetchMetadata {
+                entries, leader_id, ..
+            }) if !entries.is_empty() => {
+                self.apply(entries);
+                let published = self.publish(leader_id).await;
+                self.after_publish(published);
+            }
+            _ => glommio::timer::sleep(RETRY_BACKOFF).await,
+        }
+    }
+
+    /// Whether the image the shards hold shows this broker's registration fenced.
+    fn published_fenced(&self) -> bool {
+        let state = self.state.borrow();
+        state.applied_index <= self.published.value()
+            && state
+                .brokers
+                .get(&self.settings.node_id)
+                .is_some_and(|b| b.fenced && b.broker_epoch == self.broker_epoch.get())
     }
 
     async fn heartbeat_until_stale(&self) {

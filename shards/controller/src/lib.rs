@@ -12,6 +12,7 @@
 #![forbid(unsafe_code)]
 
 mod metadata_state;
+mod partition_change;
 mod placement;
 mod quorum_controller;
 mod raft_driver;

@@ -147,6 +147,7 @@ impl MetadataState {
                     partition,
                     leader,
                     leader_epoch,
+                    partition_epoch: 0,
                     replicas,
                     isr,
                     shard,
@@ -173,6 +174,9 @@ impl MetadataState {
                         p.leader = leader;
                         p.leader_epoch = leader_epoch;
                         p.isr = isr;
+                        // As KRaft's PartitionRegistration.merge: every change is a new
+                        // version, which an AlterPartition must name.
+                        p.partition_epoch += 1;
                     }
                     None => warn!(%topic_id, partition, "change of an unknown partition; skipped"),
                 }
@@ -265,6 +269,7 @@ impl MetadataState {
             host: b.host.clone(),
             port: b.port,
             rack: b.rack.clone(),
+            broker_epoch: b.broker_epoch,
         };
         self.image.brokers = self.live_brokers().map(image_of).collect();
         // DescribeCluster v2 lists these when asked (KIP-1073).

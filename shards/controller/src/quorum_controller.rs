@@ -21,20 +21,24 @@ use glommio::sync::Semaphore;
 use sluice_protocol::codec::Uuid;
 use sluice_quorum::Entry;
 use sluice_shard::{
-    CreatedTopic, LocalWatch, MetadataError, NewTopic, ProducerIdBlock, TopicConfigChanges,
-    TopicRef, PRODUCER_ID_BLOCK_SIZE,
+    AlterPartitionItem, AlterPartitionOutcome, CreatedTopic, LocalWatch, MetadataError, NewTopic,
+    ProducerIdBlock, TopicConfigChanges, TopicRef, PRODUCER_ID_BLOCK_SIZE,
 };
 use tracing::{error, info, warn};
 
 use crate::metadata_state::MetadataState;
+use crate::partition_change::{broker_removed, broker_unfenced};
 use crate::placement::{place_replicas, PlacementBroker};
 use crate::raft_driver::{self, Applier, DriverSettings, ProposeError, RaftHandle};
 use crate::records::{decode_entry, encode_entry, MetadataRecord};
 use crate::replication_control::{
-    check_new_topic, config_records, find_topic, new_cluster_id, new_topic_id,
+    check_new_topic, config_records, find_topic, manual_partition, new_cluster_id, new_topic_id,
 };
 use crate::rpc::{ControllerRequest, ControllerResponse, HeartbeatState, MetadataEntry};
 use crate::rpc_net::RpcHandler;
+
+/// The replicas and the ISR of each partition of a topic, in partition order.
+type Placement = Vec<(Vec<i32>, Vec<i32>)>;
 
 /// How often the active controller looks for expired broker sessions.
 const SESSION_CHECK_INTERVAL: Duration = Duration::from_millis(100);
@@ -66,6 +70,8 @@ pub struct ControllerSettings {
     pub delete_topic_enable: bool,
     /// `sluice.broker.partitions.max`: partitions one broker may host.
     pub partitions_max: usize,
+    /// `unclean.leader.election.enable`: the default of topics without the override.
+    pub unclean_leader_election_enable: bool,
 }
 
 /// The controller of this node.
@@ -228,6 +234,20 @@ impl QuorumController {
                     metadata_offset,
                 }
             }
+            ControllerRequest::CreateTopicsAssigned {
+                mut topics,
+                assignments,
+                validate_only,
+            } => {
+                for (topic, assigned) in topics.iter_mut().zip(assignments) {
+                    topic.assignments = assigned;
+                }
+                let (results, metadata_offset) = self.create_topics(topics, validate_only).await;
+                ControllerResponse::CreateTopics {
+                    results,
+                    metadata_offset,
+                }
+            }
             ControllerRequest::DeleteTopics { topics } => {
                 let (results, metadata_offset) = self.delete_topics(topics).await;
                 ControllerResponse::DeleteTopics {
@@ -269,6 +289,14 @@ impl QuorumController {
                     result,
                     metadata_offset,
                 }
+            }
+            ControllerRequest::AlterPartition {
+                broker_id,
+                broker_epoch,
+                item,
+            } => {
+                let result = self.alter_partition(broker_id, broker_epoch, item).await;
+                ControllerResponse::AlterPartition { result }
             }
             ControllerRequest::Raft { .. }
             | ControllerRequest::FetchMetadata { .. }
@@ -337,9 +365,14 @@ impl QuorumController {
                 port,
                 rack,
             }];
-            // A new registration starts fenced: what the old one led has no leader until the
-            // broker catches up again.
-            records.extend(leadership_lost(&state, broker_id));
+            // A new registration starts fenced: the old one leaves the ISRs and its leaderships
+            // move (a restarted process may have lost what it had not flushed, so only its
+            // leaders may take it back into their ISRs, once it has caught up).
+            records.extend(broker_removed(
+                &state,
+                broker_id,
+                self.settings.unclean_leader_election_enable,
+            ));
             (records, broker_epoch)
         };
         self.commit(records).await?;
@@ -367,16 +400,25 @@ impl QuorumController {
                 return Err(MetadataError::StaleBrokerEpoch);
             }
             let is_caught_up = current_metadata_offset >= registration.registered_index as i64;
+            let unclean = self.settings.unclean_leader_election_enable;
             let records = match (registration.fenced, want_fence) {
                 (true, false) if is_caught_up => {
-                    leadership_regained(&state, broker_id, broker_epoch)
+                    let mut records = vec![MetadataRecord::UnfenceBroker {
+                        broker_id,
+                        broker_epoch,
+                    }];
+                    records.extend(broker_unfenced(&state, broker_id, unclean));
+                    records
                 }
+                // A controlled shutdown (or a broker asking to be fenced): its leaderships move
+                // to other ISR members and it leaves the ISRs in the same entry that fences it,
+                // while it still runs; it stops once its own image shows that.
                 (false, true) => {
                     let mut records = vec![MetadataRecord::FenceBroker {
                         broker_id,
                         broker_epoch,
                     }];
-                    records.extend(leadership_lost(&state, broker_id));
+                    records.extend(broker_removed(&state, broker_id, unclean));
                     records
                 }
                 _ => Vec::new(),
@@ -402,7 +444,8 @@ impl QuorumController {
         Ok(HeartbeatState {
             is_caught_up,
             is_fenced,
-            should_shut_down: false,
+            // It leads nothing once fenced: a shutting-down broker may go.
+            should_shut_down: want_fence && is_fenced,
         })
     }
 
@@ -596,7 +639,11 @@ impl QuorumController {
                         broker_id,
                         broker_epoch: b.broker_epoch,
                     }];
-                    records.extend(leadership_lost(&state, broker_id));
+                    records.extend(broker_removed(
+                        &state,
+                        broker_id,
+                        self.settings.unclean_leader_election_enable,
+                    ));
                     records
                 }
                 _ => Vec::new(),
@@ -644,14 +691,25 @@ impl QuorumController {
         self.commit_for(records, results).await
     }
 
-    /// Replica lists for a new topic's partitions over the live brokers, within every broker's
-    /// partition budget (`sluice.broker.partitions.max`).
+    /// Replicas and ISR of each of a new topic's partitions: as assigned by hand (checked as
+    /// Kafka does), else placed over the live brokers; within every broker's partition budget
+    /// (`sluice.broker.partitions.max`).
     fn place(
         &self,
         state: &MetadataState,
         topic: &NewTopic,
         hosted: &mut BTreeMap<i32, usize>,
-    ) -> Result<Vec<Vec<i32>>, MetadataError> {
+    ) -> Result<Placement, MetadataError> {
+        let max = self.settings.partitions_max;
+        if let Some(assignments) = &topic.assignments {
+            let replication_factor = assignments.first().map_or(0, Vec::len);
+            let placed = assignments
+                .iter()
+                .enumerate()
+                .map(|(i, replicas)| manual_partition(state, replicas, replication_factor, i))
+                .collect::<Result<Vec<_>, _>>()?;
+            return within_budget(placed, hosted, max, topic.num_partitions);
+        }
         let brokers: Vec<PlacementBroker> = state
             .live_brokers()
             .map(|b| PlacementBroker {
@@ -667,7 +725,6 @@ impl QuorumController {
         // The budget first, by arithmetic: a hostile partition count must be refused before
         // any replica list is allocated. Round robin gives each broker at most
         // ceil(partitions × rf / brokers) of the new replicas.
-        let max = self.settings.partitions_max;
         let new_replicas =
             topic.num_partitions.max(0) as u64 * topic.replication_factor.max(0) as u64;
         let per_broker = new_replicas.div_ceil(brokers.len() as u64);
@@ -689,18 +746,43 @@ impl QuorumController {
             topic.replication_factor as usize,
             start,
         );
-        let mut after = hosted.clone();
-        for id in placed.iter().flatten() {
-            *after.entry(*id).or_insert(0) += 1;
+        // Placed replicas are all live: each partition's ISR is its replicas.
+        let placed = placed.into_iter().map(|r| (r.clone(), r)).collect();
+        within_budget(placed, hosted, max, topic.num_partitions)
+    }
+
+    /// AlterPartition: decided by `partition_change::alter_partition`, the one change
+    /// committed before the answer (which then carries the new partition epoch).
+    async fn alter_partition(
+        &self,
+        broker_id: i32,
+        broker_epoch: i64,
+        item: AlterPartitionItem,
+    ) -> Result<AlterPartitionOutcome, MetadataError> {
+        let (outcome, record) = {
+            let state = self.state.borrow();
+            crate::partition_change::alter_partition(&state, broker_id, broker_epoch, &item)?
+        };
+        if let Some(record) = record {
+            let index = self.commit(vec![record]).await?;
+            info!(
+                topic_id = %item.topic_id,
+                partition = item.partition,
+                isr = ?outcome.isr,
+                partition_epoch = outcome.partition_epoch,
+                index,
+                "ISR changed by its leader"
+            );
+        } else if !outcome.error.is_none() {
+            info!(
+                topic_id = %item.topic_id,
+                partition = item.partition,
+                broker_id,
+                error = %outcome.error,
+                "AlterPartition refused"
+            );
         }
-        if let Some((id, count)) = after.iter().find(|(_, count)| **count > max) {
-            return Err(MetadataError::InvalidPartitions(format!(
-                "{} more partitions would put {count} on broker {id}, above sluice.broker.partitions.max ({max})",
-                topic.num_partitions
-            )));
-        }
-        *hosted = after;
-        Ok(placed)
+        Ok(outcome)
     }
 
     async fn delete_topics(
@@ -984,22 +1066,46 @@ fn partitions_per_broker(state: &MetadataState) -> BTreeMap<i32, usize> {
     hosted
 }
 
+/// `placed` if no broker then hosts more than `max` partitions (`hosted` takes them then).
+fn within_budget(
+    placed: Placement,
+    hosted: &mut BTreeMap<i32, usize>,
+    max: usize,
+    num_partitions: i32,
+) -> Result<Placement, MetadataError> {
+    let mut after = hosted.clone();
+    for (replicas, _) in &placed {
+        for id in replicas {
+            *after.entry(*id).or_insert(0) += 1;
+        }
+    }
+    if let Some((id, count)) = after.iter().find(|(_, count)| **count > max) {
+        return Err(MetadataError::InvalidPartitions(format!(
+            "{num_partitions} more partitions would put {count} on broker {id}, above sluice.broker.partitions.max ({max})"
+        )));
+    }
+    *hosted = after;
+    Ok(placed)
+}
+
 fn topic_records(
     topic: &NewTopic,
     topic_id: Uuid,
-    placed: Vec<Vec<i32>>,
+    placed: Placement,
     out: &mut Vec<MetadataRecord>,
 ) {
     out.push(MetadataRecord::Topic {
         name: topic.name.clone(),
         topic_id,
     });
-    for (partition, replicas) in placed.into_iter().enumerate() {
+    for (partition, (replicas, isr)) in placed.into_iter().enumerate() {
+        // The first in-sync replica leads (placement and `manual_partition` make the ISR
+        // non-empty, in replica order).
         out.push(MetadataRecord::Partition {
             topic_id,
             partition: partition as i32,
-            leader: replicas[0],
-            isr: replicas.clone(),
+            leader: isr.first().copied().unwrap_or(-1),
+            isr,
             replicas,
             leader_epoch: 0,
         });
@@ -1011,65 +1117,6 @@ fn topic_records(
             value: sluice_config::topic::validate(name, value).unwrap_or_else(|_| value.clone()),
         });
     }
-}
-
-/// The broker leads nothing any more: each partition it leads moves to another in-sync
-/// replica, or has no leader (it stays in the ISR, as Kafka keeps the last member, so that it
-/// can lead again when it returns).
-fn leadership_lost(state: &MetadataState, broker_id: i32) -> Vec<MetadataRecord> {
-    let live = |id: i32| id != broker_id && state.brokers.get(&id).is_some_and(|b| !b.fenced);
-    let mut records = Vec::new();
-    for topic in state.image.topics.values() {
-        for p in &topic.partitions {
-            if p.leader != broker_id {
-                continue;
-            }
-            let leader = p.isr.iter().copied().find(|id| live(*id)).unwrap_or(-1);
-            let isr = if leader == -1 {
-                p.isr.clone()
-            } else {
-                p.isr
-                    .iter()
-                    .copied()
-                    .filter(|id| *id != broker_id)
-                    .collect()
-            };
-            records.push(MetadataRecord::PartitionChange {
-                topic_id: topic.topic_id,
-                partition: p.partition,
-                leader,
-                leader_epoch: p.leader_epoch + 1,
-                isr,
-            });
-        }
-    }
-    records
-}
-
-/// The broker is back: unfence it and give it the leaderless partitions it can lead.
-fn leadership_regained(
-    state: &MetadataState,
-    broker_id: i32,
-    broker_epoch: i64,
-) -> Vec<MetadataRecord> {
-    let mut records = vec![MetadataRecord::UnfenceBroker {
-        broker_id,
-        broker_epoch,
-    }];
-    for topic in state.image.topics.values() {
-        for p in &topic.partitions {
-            if p.leader == -1 && p.isr.contains(&broker_id) {
-                records.push(MetadataRecord::PartitionChange {
-                    topic_id: topic.topic_id,
-                    partition: p.partition,
-                    leader: broker_id,
-                    leader_epoch: p.leader_epoch + 1,
-                    isr: p.isr.clone(),
-                });
-            }
-        }
-    }
-    records
 }
 
 #[cfg(test)]
@@ -1115,7 +1162,7 @@ mod tests {
     #[test]
     fn a_fenced_broker_leads_nothing_and_gets_its_partitions_back() {
         let (mut state, topic_id) = state_with_topic();
-        let lost = leadership_lost(&state, 4);
+        let lost = broker_removed(&state, 4, false);
         // Partition 0 has no other replica: no leader, ISR kept. Partition 2 moves to 6.
         assert_eq!(
             lost,
@@ -1143,7 +1190,11 @@ mod tests {
         records.extend(lost);
         state.apply_entry(2, records);
         assert!(state.image.brokers.iter().all(|b| b.node_id != 4));
-        let regained = leadership_regained(&state, 4, 4);
+        let mut regained = vec![MetadataRecord::UnfenceBroker {
+            broker_id: 4,
+            broker_epoch: 4,
+        }];
+        regained.extend(broker_unfenced(&state, 4, false));
         assert_eq!(
             regained,
             vec![
@@ -1163,8 +1214,17 @@ mod tests {
         state.apply_entry(3, regained);
         let topic = state.image.topic("t").unwrap();
         assert_eq!(topic.partitions[0].leader, 4);
-        // Partition 2 stays with its new leader; 4 is not back in its ISR (no replication yet).
+        // Partition 2 stays with its new leader; 4 is not back in its ISR: its leader adds it
+        // with AlterPartition once it has caught up.
         assert_eq!(topic.partitions[2].leader, 6);
+        assert_eq!(topic.partitions[2].isr, vec![6]);
+        assert_eq!(
+            (
+                topic.partitions[0].partition_epoch,
+                topic.partitions[2].partition_epoch
+            ),
+            (2, 1)
+        );
     }
 
     /// Settings of a single local voter with its metadata in a fresh directory.
@@ -1184,6 +1244,7 @@ mod tests {
             broker_session_timeout: Duration::from_secs(9),
             delete_topic_enable: true,
             partitions_max: 1000,
+            unclean_leader_election_enable: false,
         };
         (dir, settings)
     }
@@ -1329,10 +1390,263 @@ mod tests {
     }
 
     #[test]
-    fn a_broker_that_leads_nothing_loses_nothing() {
-        let (state, _) = state_with_topic();
-        assert!(leadership_lost(&state, 6).is_empty());
-        assert!(leadership_lost(&state, 99).is_empty());
+    fn a_fenced_follower_only_leaves_the_isr() {
+        let (state, topic_id) = state_with_topic();
+        assert_eq!(
+            broker_removed(&state, 6, false),
+            vec![MetadataRecord::PartitionChange {
+                topic_id,
+                partition: 2,
+                leader: 4,
+                leader_epoch: 3,
+                isr: vec![4],
+            }]
+        );
+        assert!(broker_removed(&state, 99, false).is_empty());
+    }
+
+    /// Three brokers on one voter: a topic with 3 replicas is created, its leader shrinks the
+    /// ISR through AlterPartition (one committed change, the answer carrying the new partition
+    /// epoch), and a controlled shutdown of the leader moves leadership to the ISR member left
+    /// and fences the old leader's later requests by leader epoch.
+    #[test]
+    fn replicated_topics_take_isr_changes_and_lose_their_leader_to_the_isr() {
+        use sluice_protocol::error::ErrorCode;
+        let (dir, settings) = lone_voter("alter-partition");
+        glommio::LocalExecutorBuilder::default()
+            .spawn(move || async move {
+                let controller = QuorumController::start(settings).expect("controller starts");
+                wait_for_cluster_id(&controller).await;
+                let mut epochs = BTreeMap::new();
+                for broker_id in [1, 2, 3] {
+                    let answer = controller
+                        .serve_request(ControllerRequest::BrokerRegistration {
+                            broker_id,
+                            incarnation_id: Uuid::from_u128(broker_id as u128),
+                            host: "127.0.0.1".into(),
+                            port: 9000 + broker_id,
+                            rack: None,
+                        })
+                        .await;
+                    let Some(ControllerResponse::BrokerRegistration { result: Ok(epoch) }) = answer
+                    else {
+                        panic!("registration refused: {answer:?}");
+                    };
+                    epochs.insert(broker_id, epoch);
+                }
+                let heartbeat = |broker_id: i32, want_fence: bool| {
+                    controller.serve_request(ControllerRequest::BrokerHeartbeat {
+                        broker_id,
+                        broker_epoch: epochs[&broker_id],
+                        current_metadata_offset: i64::MAX,
+                        want_fence,
+                        want_shut_down: want_fence,
+                    })
+                };
+                for broker_id in [1, 2, 3] {
+                    let answer = heartbeat(broker_id, false).await;
+                    assert!(
+                        matches!(
+                            answer,
+                            Some(ControllerResponse::BrokerHeartbeat {
+                                result: Ok(HeartbeatState {
+                                    is_fenced: false,
+                                    ..
+                                })
+                            })
+                        ),
+                        "{answer:?}"
+                    );
+                }
+                let answer = controller
+                    .serve_request(ControllerRequest::CreateTopics {
+                        topics: vec![NewTopic {
+                            name: "r3".into(),
+                            num_partitions: 1,
+                            replication_factor: 3,
+                            configs: Vec::new(),
+                            assignments: None,
+                        }],
+                        validate_only: false,
+                    })
+                    .await;
+                let Some(ControllerResponse::CreateTopics { results, .. }) = answer else {
+                    panic!("{answer:?}");
+                };
+                let topic_id = results[0].as_ref().expect("RF 3 on 3 brokers").topic_id;
+                // A manual assignment is used as given, led by its first replica; one naming a
+                // broker that is not registered is refused with Kafka's words.
+                let manual = |name: &str, assignments: Vec<Vec<i32>>| {
+                    controller.serve_request(ControllerRequest::CreateTopicsAssigned {
+                        topics: vec![NewTopic {
+                            name: name.into(),
+                            num_partitions: assignments.len() as i32,
+                            replication_factor: assignments[0].len() as i16,
+                            configs: Vec::new(),
+                            assignments: None,
+                        }],
+                        assignments: vec![Some(assignments)],
+                        validate_only: false,
+                    })
+                };
+                let answer = manual("m", vec![vec![3, 1], vec![2, 3]]).await;
+                let Some(ControllerResponse::CreateTopics { results, .. }) = answer else {
+                    panic!("{answer:?}");
+                };
+                assert!(results[0].is_ok(), "{results:?}");
+                let placed: Vec<(Vec<i32>, Vec<i32>, i32)> = controller.state.borrow().image.topic("m")
+                    .unwrap()
+                    .partitions
+                    .iter()
+                    .map(|p| (p.replicas.clone(), p.isr.clone(), p.leader))
+                    .collect();
+                assert_eq!(
+                    placed,
+                    vec![(vec![3, 1], vec![3, 1], 3), (vec![2, 3], vec![2, 3], 2)]
+                );
+                let answer = manual("m3", vec![vec![]]).await;
+                let Some(ControllerResponse::CreateTopics { results, .. }) = answer else {
+                    panic!("{answer:?}");
+                };
+                match &results[0] {
+                    Err(MetadataError::InvalidReplicaAssignment(message)) => assert_eq!(
+                        message,
+                        "The manual partition assignment includes an empty replica list."
+                    ),
+                    other => panic!("{other:?}"),
+                }
+                let answer = manual("m2", vec![vec![3, 9]]).await;
+                let Some(ControllerResponse::CreateTopics { results, .. }) = answer else {
+                    panic!("{answer:?}");
+                };
+                match &results[0] {
+                    Err(MetadataError::InvalidReplicaAssignment(message)) => assert_eq!(
+                        message,
+                        "The manual partition assignment includes broker 9, but no such broker is registered."
+                    ),
+                    other => panic!("{other:?}"),
+                }
+                let partition = || {
+                    controller
+                        .state
+                        .borrow()
+                        .image
+                        .topic("r3")
+                        .unwrap()
+                        .partitions[0]
+                        .clone()
+                };
+                let p = partition();
+                assert_eq!(p.isr, p.replicas);
+                assert_eq!(
+                    (p.leader, p.leader_epoch, p.partition_epoch),
+                    (p.replicas[0], 0, 0)
+                );
+                let leader = p.leader;
+                let (follower, last) = (p.replicas[1], p.replicas[2]);
+                let alter = |broker_id: i32, leader_epoch, partition_epoch, isr: Vec<i32>| {
+                    controller.serve_request(ControllerRequest::AlterPartition {
+                        broker_id,
+                        broker_epoch: epochs[&broker_id],
+                        item: AlterPartitionItem {
+                            topic_id,
+                            partition: 0,
+                            leader_id: broker_id,
+                            leader_epoch,
+                            partition_epoch,
+                            new_isr: isr.iter().map(|id| (*id, epochs[id])).collect(),
+                        },
+                    })
+                };
+                let applied = controller.applied.value();
+                let answer = alter(leader, 0, 0, vec![leader, last]).await;
+                let Some(ControllerResponse::AlterPartition {
+                    result: Ok(outcome),
+                }) = answer
+                else {
+                    panic!("{answer:?}");
+                };
+                assert_eq!(
+                    outcome,
+                    AlterPartitionOutcome {
+                        error: ErrorCode::NONE,
+                        leader_id: leader,
+                        leader_epoch: 0,
+                        partition_epoch: 1,
+                        isr: vec![leader, last],
+                    }
+                );
+                assert_eq!(controller.applied.value(), applied + 1);
+                let p = partition();
+                assert_eq!((p.partition_epoch, p.isr.clone()), (1, vec![leader, last]));
+                // The same change again, on the old partition epoch: refused, nothing written.
+                let answer = alter(leader, 0, 0, vec![leader, last]).await;
+                let Some(ControllerResponse::AlterPartition {
+                    result: Ok(outcome),
+                }) = answer
+                else {
+                    panic!("{answer:?}");
+                };
+                assert_eq!(outcome.error, ErrorCode::INVALID_UPDATE_VERSION);
+                assert_eq!(controller.applied.value(), applied + 1);
+                // The leader shuts down: the ISR member left leads, the old leader is out of
+                // the ISR, and the heartbeat lets it go.
+                let answer = heartbeat(leader, true).await;
+                assert!(
+                    matches!(
+                        answer,
+                        Some(ControllerResponse::BrokerHeartbeat {
+                            result: Ok(HeartbeatState {
+                                is_fenced: true,
+                                should_shut_down: true,
+                                ..
+                            })
+                        })
+                    ),
+                    "{answer:?}"
+                );
+                let p = partition();
+                assert_eq!(
+                    (p.leader, p.leader_epoch, p.partition_epoch, p.isr.clone()),
+                    (last, 1, 2, vec![last])
+                );
+                // The old leader's late request is fenced by the leader epoch.
+                let answer = alter(leader, 0, 1, vec![leader, last, follower]).await;
+                let Some(ControllerResponse::AlterPartition {
+                    result: Ok(outcome),
+                }) = answer
+                else {
+                    panic!("{answer:?}");
+                };
+                assert_eq!(
+                    (outcome.error, outcome.leader_id, outcome.leader_epoch),
+                    (ErrorCode::FENCED_LEADER_EPOCH, last, 1)
+                );
+                // The new leader takes the follower back; the fenced one is not eligible.
+                let answer = alter(last, 1, 2, vec![last, leader]).await;
+                let Some(ControllerResponse::AlterPartition {
+                    result: Ok(outcome),
+                }) = answer
+                else {
+                    panic!("{answer:?}");
+                };
+                assert_eq!(outcome.error, ErrorCode::INELIGIBLE_REPLICA);
+                let answer = alter(last, 1, 2, vec![last, follower]).await;
+                let Some(ControllerResponse::AlterPartition {
+                    result: Ok(outcome),
+                }) = answer
+                else {
+                    panic!("{answer:?}");
+                };
+                assert_eq!(
+                    (outcome.error, outcome.partition_epoch, outcome.isr),
+                    (ErrorCode::NONE, 3, vec![last, follower])
+                );
+            })
+            .expect("executor")
+            .join()
+            .expect("the test ran");
+        let _ = std::fs::remove_dir_all(dir);
     }
 
     #[test]

@@ -43,25 +43,21 @@ pub fn check_new_topic(
             topic.num_partitions
         )));
     }
-    if topic.replication_factor <= 0 {
+    // A manual assignment's sizes are checked per partition, in Kafka's words (an empty list).
+    if topic.assignments.is_none() && topic.replication_factor <= 0 {
         return Err(MetadataError::InvalidReplicationFactor(format!(
             "replication factor must be larger than 0, got {}",
             topic.replication_factor
         )));
     }
+    // Replicas go on live (unfenced) brokers only, as Kafka's StripedReplicaPlacer; its words
+    // (Kafka 4.4's, which name cordoned log directories; Sluice has no cordoning).
+    // A manual assignment is checked partition by partition instead (`manual_partition`).
     let brokers = image.brokers.len();
-    if topic.replication_factor as usize > brokers {
+    if topic.assignments.is_none() && topic.replication_factor as usize > brokers {
         return Err(MetadataError::InvalidReplicationFactor(format!(
-            "replication factor: {} larger than available brokers: {brokers}",
-            topic.replication_factor
-        )));
-    }
-    if topic.replication_factor > 1 {
-        // Followers would host empty logs and could be elected leader: refuse until replication
-        // between brokers lands, rather than pretend.
-        return Err(MetadataError::InvalidReplicationFactor(format!(
-            "replication factor {}: replication between brokers is not implemented yet, use 1",
-            topic.replication_factor
+            "Unable to replicate the partition {rf} time(s): The target replication factor of {rf} cannot be reached because only {brokers} broker(s) are registered or some brokers have all their log directories cordoned.",
+            rf = topic.replication_factor
         )));
     }
     for (name, value) in &topic.configs {
@@ -261,22 +257,17 @@ fn new_partition_records(
         )));
     };
     let replication_factor = first.replicas.len();
-    let live = |id: i32| state.brokers.get(&id).is_some_and(|b| !b.fenced);
     // Replicas and ISR of each new partition, in partition order.
     let mut placed: Vec<(Vec<i32>, Vec<i32>)> = Vec::with_capacity(additional.min(1 << 16));
     match &topic.assignments {
         Some(assignments) => {
             for (i, replicas) in assignments.iter().enumerate() {
-                check_manual_assignment(state, replicas, replication_factor)?;
-                // As Kafka: fenced replicas stay out of the ISR, and one live replica is needed.
-                let isr: Vec<i32> = replicas.iter().copied().filter(|id| live(*id)).collect();
-                if isr.is_empty() {
-                    return Err(MetadataError::InvalidReplicaAssignment(format!(
-                        "All brokers specified in the manual partition assignment for partition {} are fenced or in controlled shutdown.",
-                        current + i
-                    )));
-                }
-                placed.push((replicas.clone(), isr));
+                placed.push(manual_partition(
+                    state,
+                    replicas,
+                    replication_factor,
+                    current + i,
+                )?);
             }
         }
         None => {
@@ -300,7 +291,7 @@ fn new_partition_records(
             }
             if replication_factor > brokers.len() {
                 return Err(MetadataError::InvalidReplicationFactor(format!(
-                    "The target replication factor of {replication_factor} cannot be reached because only {} broker(s) are registered.",
+                    "The target replication factor of {replication_factor} cannot be reached because only {} broker(s) are registered or some brokers have all their log directories cordoned.",
                     brokers.len()
                 )));
             }
@@ -354,6 +345,29 @@ fn new_partition_records(
             leader_epoch: 0,
         })
         .collect())
+}
+
+/// One manually assigned partition, checked as Kafka does (`validateManualPartitionAssignment`,
+/// then a live replica): its replicas and its ISR, the live ones among them (fenced replicas
+/// stay out of the ISR; the first of the ISR leads).
+pub fn manual_partition(
+    state: &MetadataState,
+    replicas: &[i32],
+    replication_factor: usize,
+    partition: usize,
+) -> Result<(Vec<i32>, Vec<i32>), MetadataError> {
+    check_manual_assignment(state, replicas, replication_factor)?;
+    let isr: Vec<i32> = replicas
+        .iter()
+        .copied()
+        .filter(|id| state.brokers.get(id).is_some_and(|b| !b.fenced))
+        .collect();
+    if isr.is_empty() {
+        return Err(MetadataError::InvalidReplicaAssignment(format!(
+            "All brokers specified in the manual partition assignment for partition {partition} are fenced or in controlled shutdown."
+        )));
+    }
+    Ok((replicas.to_vec(), isr))
 }
 
 /// Kafka's checks of one manually assigned partition (`validateManualPartitionAssignment`):
@@ -715,7 +729,7 @@ mod tests {
         assert!(matches!(error, MetadataError::InvalidReplicationFactor(_)));
         assert_eq!(
             message(error),
-            "The target replication factor of 2 cannot be reached because only 1 broker(s) are registered."
+            "The target replication factor of 2 cannot be reached because only 1 broker(s) are registered or some brokers have all their log directories cordoned."
         );
     }
 

@@ -18,11 +18,12 @@
 //! allocation.
 
 use sluice_protocol::codec::{Decoder, Encoder, Uuid};
+use sluice_protocol::error::ErrorCode;
 use sluice_protocol::ProtocolError;
 use sluice_shard::{
-    ConfigChange, ConfigOp, CreatedTopic, DeletedTopic, FeatureUpdate, MetadataError,
-    NewPartitions, NewTopic, ProducerIdBlock, QuorumEndpoint, QuorumInfo, QuorumReplica,
-    TopicConfigChanges, TopicRef, UpgradeType,
+    AlterPartitionItem, AlterPartitionOutcome, ConfigChange, ConfigOp, CreatedTopic, DeletedTopic,
+    FeatureUpdate, MetadataError, NewPartitions, NewTopic, ProducerIdBlock, QuorumEndpoint,
+    QuorumInfo, QuorumReplica, TopicConfigChanges, TopicRef, UpgradeType,
 };
 
 /// Largest frame accepted or produced, counted as the length prefix counts (everything after
@@ -251,6 +252,25 @@ rpc_messages! {
             /// Only check, change nothing.
             validate_only: bool,
         },
+        /// Forwarded CreateTopics of which some topic has a manual assignment (a kind of its own,
+        /// so that CreateTopics' bytes stay as they were); answered as CreateTopics.
+        CreateTopicsAssigned = kind::CREATE_TOPICS_ASSIGNED {
+            /// The topics (without their assignments).
+            topics: Vec<NewTopic>,
+            /// Each topic's assignment, in the same order: replicas per partition.
+            assignments: Vec<Option<Vec<Vec<i32>>>>,
+            /// Only check, create nothing.
+            validate_only: bool,
+        },
+        /// KRaft's AlterPartitionRequest, for one partition: its leader's ISR change.
+        AlterPartition = kind::ALTER_PARTITION {
+            /// The sending broker (the partition's leader).
+            broker_id: i32,
+            /// The sender's registration epoch.
+            broker_epoch: i64,
+            /// The change.
+            item: AlterPartitionItem,
+        },
 }
 }
 
@@ -331,6 +351,12 @@ rpc_messages! {
             /// The metadata log index at which the change committed.
             metadata_offset: u64,
         },
+        /// Answer to AlterPartition.
+        AlterPartition = kind::ALTER_PARTITION {
+            /// The partition's outcome (a refusal is an error code in it), or why the request
+            /// was refused as a whole.
+            result: Result<AlterPartitionOutcome, MetadataError>,
+        },
 }
 }
 
@@ -369,6 +395,8 @@ mod kind {
     pub const CREATE_PARTITIONS: u8 = 9;
     pub const DESCRIBE_QUORUM: u8 = 10;
     pub const UPDATE_FEATURES: u8 = 11;
+    pub const ALTER_PARTITION: u8 = 12;
+    pub const CREATE_TOPICS_ASSIGNED: u8 = 13;
     pub const RESPONSE: u8 = 0x80;
     pub const NOT_CONTROLLER: u8 = RESPONSE;
 }
@@ -574,6 +602,19 @@ impl Wire for Uuid {
     }
 }
 
+/// Kafka's error code, as its `i16`.
+impl Wire for ErrorCode {
+    const MIN_BYTES: usize = 2;
+
+    fn put(&self, e: &mut Encoder) {
+        e.put_i16(self.0);
+    }
+
+    fn get(d: &mut Decoder) -> Result<Self, RpcError> {
+        Ok(ErrorCode(d.i16()?))
+    }
+}
+
 impl Wire for UpgradeType {
     const MIN_BYTES: usize = 1;
 
@@ -582,7 +623,15 @@ impl Wire for UpgradeType {
     }
 
     fn get(d: &mut Decoder) -> Result<Self, RpcError> {
-        Ok(UpgradeType::from_i8(d.i8()?))
+        // 0 is how `Unknown` is written; any other value outside Kafka's 1..=3 would read back
+        // as `Unknown` and be written as 0, so it is refused (the encoding stays canonical).
+        match d.i8()? {
+            value @ 0..=3 => Ok(UpgradeType::from_i8(value)),
+            value => Err(RpcError::UnknownTag {
+                what: "upgrade type",
+                tag: value as u8,
+            }),
+        }
     }
 }
 
@@ -687,6 +736,29 @@ impl<T: Wire> Wire for Result<T, MetadataError> {
     }
 }
 
+/// CreateTopics' topic as it has always been written: its manual assignment is not part of it
+/// (CreateTopics' bytes stay those of earlier builds); it travels in `CreateTopicsAssigned`.
+impl Wire for NewTopic {
+    const MIN_BYTES: usize = String::MIN_BYTES + 4 + 2 + 4;
+
+    fn put(&self, e: &mut Encoder) {
+        self.name.put(e);
+        self.num_partitions.put(e);
+        self.replication_factor.put(e);
+        self.configs.put(e);
+    }
+
+    fn get(d: &mut Decoder) -> Result<Self, RpcError> {
+        Ok(NewTopic {
+            name: Wire::get(d)?,
+            num_partitions: Wire::get(d)?,
+            replication_factor: Wire::get(d)?,
+            configs: Wire::get(d)?,
+            assignments: None,
+        })
+    }
+}
+
 /// Derives [`Wire`] for structs: their fields in order, each in its type's form.
 macro_rules! wire_struct {
     ($($name:ident { $($field:ident: $ty:ty),* $(,)? })*) => {$(
@@ -716,12 +788,6 @@ wire_struct! {
         observers: Vec<QuorumReplica>,
         endpoints: Vec<QuorumEndpoint>,
     }
-    NewTopic {
-        name: String,
-        num_partitions: i32,
-        replication_factor: i16,
-        configs: Vec<(String, String)>,
-    }
     NewPartitions { name: String, count: i32, assignments: Option<Vec<Vec<i32>>> }
     CreatedTopic { topic_id: Uuid, num_partitions: i32, replication_factor: i16 }
     DeletedTopic { name: String, topic_id: Uuid }
@@ -730,6 +796,21 @@ wire_struct! {
     ProducerIdBlock { first: i64, size: i64 }
     HeartbeatState { is_caught_up: bool, is_fenced: bool, should_shut_down: bool }
     MetadataEntry { index: u64, term: u64, data: Vec<u8> }
+    AlterPartitionItem {
+        topic_id: Uuid,
+        partition: i32,
+        leader_id: i32,
+        leader_epoch: i32,
+        partition_epoch: i32,
+        new_isr: Vec<(i32, i64)>,
+    }
+    AlterPartitionOutcome {
+        error: ErrorCode,
+        leader_id: i32,
+        leader_epoch: i32,
+        partition_epoch: i32,
+        isr: Vec<i32>,
+    }
 }
 
 /// The value a tagged variant binds (a helper of `wire_tagged!`, which names it once per
@@ -900,12 +981,14 @@ mod tests {
                             ("retention.ms".into(), "-1".into()),
                             ("cleanup.policy".into(), "compact,delete".into()),
                         ],
+                        assignments: None,
                     },
                     NewTopic {
                         name: "empty-configs".into(),
                         num_partitions: 1,
                         replication_factor: -1,
                         configs: Vec::new(),
+                        assignments: None,
                     },
                 ],
                 validate_only: false,
@@ -993,6 +1076,50 @@ mod tests {
                     },
                 ],
                 validate_only: true,
+            },
+            ControllerRequest::AlterPartition {
+                broker_id: 2,
+                broker_epoch: 77,
+                item: AlterPartitionItem {
+                    topic_id: Uuid::from_u128(0xabcd),
+                    partition: 3,
+                    leader_id: 2,
+                    leader_epoch: 9,
+                    partition_epoch: 14,
+                    new_isr: vec![(2, 77), (1, -1), (3, i64::MAX)],
+                },
+            },
+            ControllerRequest::AlterPartition {
+                broker_id: -1,
+                broker_epoch: -1,
+                item: AlterPartitionItem {
+                    topic_id: Uuid::ZERO,
+                    partition: i32::MIN,
+                    leader_id: -1,
+                    leader_epoch: -1,
+                    partition_epoch: -1,
+                    new_isr: Vec::new(),
+                },
+            },
+            ControllerRequest::CreateTopicsAssigned {
+                topics: vec![
+                    NewTopic {
+                        name: "manual".into(),
+                        num_partitions: 2,
+                        replication_factor: 2,
+                        configs: vec![("retention.ms".into(), "5".into())],
+                        assignments: None,
+                    },
+                    NewTopic {
+                        name: "placed".into(),
+                        num_partitions: 1,
+                        replication_factor: 1,
+                        configs: Vec::new(),
+                        assignments: None,
+                    },
+                ],
+                assignments: vec![Some(vec![vec![4, 5], vec![5, 6]]), None],
+                validate_only: false,
             },
         ]
     }
@@ -1126,6 +1253,27 @@ mod tests {
         responses.push(ControllerResponse::UpdateFeatures {
             result: Ok(()),
             metadata_offset: 15,
+        });
+        responses.push(ControllerResponse::AlterPartition {
+            result: Ok(AlterPartitionOutcome {
+                error: ErrorCode::NONE,
+                leader_id: 2,
+                leader_epoch: 9,
+                partition_epoch: 15,
+                isr: vec![2, 1],
+            }),
+        });
+        responses.push(ControllerResponse::AlterPartition {
+            result: Ok(AlterPartitionOutcome {
+                error: ErrorCode::INELIGIBLE_REPLICA,
+                leader_id: -1,
+                leader_epoch: -1,
+                partition_epoch: -1,
+                isr: Vec::new(),
+            }),
+        });
+        responses.push(ControllerResponse::AlterPartition {
+            result: Err(MetadataError::StaleBrokerEpoch),
         });
         responses
     }

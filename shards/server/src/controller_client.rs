@@ -6,6 +6,7 @@ use sluice_shard::{
     CreateTopicsWork, CreatedTopic, DeleteTopicsWork, DeletedTopic, MetadataError, NewPartitions,
     NewTopic, ProducerIdBlock, ShardMesh, TopicConfigChanges, TopicRef,
 };
+use sluice_shard::{AlterPartitionItem, AlterPartitionOutcome, AlterPartitionWork};
 use sluice_shard::{DescribeQuorumWork, FeatureUpdate, QuorumInfo, UpdateFeaturesWork};
 
 /// Asks the controller to create topics; one result per topic, in order.
@@ -95,6 +96,23 @@ pub async fn update_features(
         .await
         .is_err()
     {
+        return Err(MetadataError::ControllerNotAvailable);
+    }
+    done.await
+        .unwrap_or(Err(MetadataError::ControllerNotAvailable))
+}
+
+/// Asks the active controller to change a partition's ISR (AlterPartition), as the leader of
+/// `item`'s partition on this broker. `Ok` carries the partition's outcome: a refusal is its
+/// Kafka error code (with the partition as the controller has it); `Err` means the controller
+/// could not be asked or this broker's registration is stale.
+pub async fn alter_partition(
+    mesh: &ShardMesh,
+    item: AlterPartitionItem,
+) -> Result<AlterPartitionOutcome, MetadataError> {
+    let (reply, done) = oneshot::channel();
+    let message = ControllerMessage::AlterPartition(AlterPartitionWork { item, reply });
+    if mesh.send_to_controller(message).await.is_err() {
         return Err(MetadataError::ControllerNotAvailable);
     }
     done.await

@@ -178,6 +178,7 @@ pub fn offsets_topic_spec(ctx: &ShardContext) -> NewTopic {
                 ctx.config.offsets_topic_segment_bytes.to_string(),
             ),
         ],
+        assignments: None,
     }
 }
 

@@ -120,6 +120,7 @@ pub(crate) mod tests {
             host: format!("broker-{node_id}"),
             port: 9090 + node_id,
             rack: None,
+            broker_epoch: 1,
         }
     }
 
@@ -155,6 +156,7 @@ pub(crate) mod tests {
                     partition: i as i32,
                     leader: *leader,
                     leader_epoch: 5,
+                    partition_epoch: 0,
                     replicas: vec![*replica],
                     isr: if *leader == -1 {
                         Vec::new()

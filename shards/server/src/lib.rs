@@ -9,7 +9,7 @@
 pub mod broker_client;
 mod connection;
 mod context;
-mod controller_client;
+pub mod controller_client;
 mod dispatch;
 mod error;
 mod group_manager;
@@ -26,7 +26,6 @@ mod replication;
 mod router;
 mod shard_core;
 mod socket_io;
-mod standin;
 mod util;
 
 use std::rc::Rc;

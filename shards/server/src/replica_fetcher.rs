@@ -65,11 +65,13 @@ const CONNECTION_WARN_INTERVAL: Duration = Duration::from_secs(60);
 
 /// The local broker's epoch, sent in every replica Fetch (KIP-903): the leader refuses a
 /// fetch from a replica whose broker epoch is stale.
-// STAND-IN (lead replaces): `image.broker(image.local_node_id).map(|b| b.broker_epoch)` once
-// the CTL slice adds `BrokerImage.broker_epoch`.
+/// This broker's epoch (KIP-903), sent in every replica fetch so that the leader can tell this
+/// incarnation from an earlier one; -1 before its registration is in the image. A fenced
+/// broker's registration still counts: it fetches to catch up before it is unfenced.
 pub fn own_broker_epoch(image: &MetadataImage) -> i64 {
-    let _ = image;
-    -1
+    image
+        .registered_broker(image.local_node_id)
+        .map_or(-1, |b| b.broker_epoch)
 }
 
 /// The follower settings a fetcher works with (Kafka's names in the comments).

@@ -12,12 +12,12 @@ use sluice_replica::replication::{
     AlterPartitionError, AlterPartitionRequest, PartitionRegistration, ReplicationConfig,
 };
 use sluice_replica::Partition;
-use sluice_shard::{MetadataImage, TopicImage};
+use sluice_shard::{AlterPartitionItem, MetadataImage, TopicImage};
 use tracing::{debug, error, warn};
 
+use crate::controller_client;
 use crate::log_manager::every;
 use crate::shard_core::ShardCore;
-use crate::standin::{self, AlterPartitionItem};
 
 /// Attempts at sending one `AlterPartition` when the controller cannot be reached; after them
 /// the change is dropped and the next fetch or ISR check proposes it again.
@@ -44,7 +44,7 @@ fn alive_broker_epochs(image: &MetadataImage) -> BTreeMap<i32, i64> {
     image
         .brokers
         .iter()
-        .map(|b| (b.node_id, standin::broker_epoch(b)))
+        .map(|b| (b.node_id, b.broker_epoch))
         .collect()
 }
 
@@ -63,7 +63,7 @@ pub async fn apply_roles(core: &Rc<ShardCore>, image: &MetadataImage) {
             let registration = PartitionRegistration {
                 leader: Some(p.leader),
                 leader_epoch: p.leader_epoch,
-                partition_epoch: standin::partition_epoch(p),
+                partition_epoch: p.partition_epoch,
                 replicas: p.replicas.clone(),
                 isr: p.isr.clone(),
             };
@@ -109,7 +109,7 @@ async fn alter_partition(
             partition_epoch: request.partition_epoch,
             new_isr: request.new_isr.clone(),
         };
-        match standin::alter_partition(&core.mesh, item).await {
+        match controller_client::alter_partition(&core.mesh, item).await {
             Ok(outcome) => {
                 debug!(topic = %partition.topic, partition = partition.tp.partition, error = ?outcome.error, isr = ?outcome.isr, "AlterPartition answered");
                 return match outcome.error {

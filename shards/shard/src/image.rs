@@ -21,6 +21,9 @@ pub struct BrokerImage {
     pub port: i32,
     /// `broker.rack`, if set.
     pub rack: Option<String>,
+    /// The epoch of its current registration: a replica's fetches and the leader's ISR
+    /// changes (AlterPartition) carry it, so that a restarted broker's old self is told apart.
+    pub broker_epoch: i64,
 }
 
 /// One partition of a topic.
@@ -32,6 +35,9 @@ pub struct PartitionImage {
     pub leader: i32,
     /// Leader epoch.
     pub leader_epoch: i32,
+    /// Partition epoch (KRaft's): 0 at creation, one more for every change of its leader or
+    /// ISR. An AlterPartition must name the current one.
+    pub partition_epoch: i32,
     /// Replica node ids.
     pub replicas: Vec<i32>,
     /// In-sync replica node ids.
@@ -142,6 +148,13 @@ impl MetadataImage {
         self.brokers.iter().find(|b| b.node_id == node_id)
     }
 
+    /// The registered broker `node_id`, live or fenced: a fenced broker still has its
+    /// registration's epoch (its replicas fetch with it, and it is fenced by it).
+    pub fn registered_broker(&self, node_id: i32) -> Option<&BrokerImage> {
+        self.broker(node_id)
+            .or_else(|| self.fenced_brokers.iter().find(|b| b.node_id == node_id))
+    }
+
     /// Whether `node_id` is a live broker.
     pub fn is_live(&self, node_id: i32) -> bool {
         self.broker(node_id).is_some()
@@ -225,6 +238,7 @@ mod tests {
                     partition: i as i32,
                     leader: *node,
                     leader_epoch: 0,
+                    partition_epoch: 0,
                     replicas: vec![*node],
                     isr: vec![*node],
                     shard: ShardId(*s),
@@ -247,6 +261,7 @@ mod tests {
             host: format!("b{node_id}"),
             port: 9092,
             rack: None,
+            broker_epoch: i64::from(node_id),
         }
     }
 
@@ -352,5 +367,19 @@ mod tests {
         assert!(image.is_live(1));
         assert!(!image.is_live(2));
         assert!(!image.is_live(-1));
+    }
+
+    #[test]
+    fn a_fenced_broker_keeps_its_registration_epoch() {
+        let mut image = MetadataImage {
+            brokers: vec![broker(1)],
+            fenced_brokers: vec![broker(2)],
+            ..MetadataImage::default()
+        };
+        image.fenced_brokers[0].broker_epoch = 17;
+        assert!(image.broker(2).is_none());
+        assert_eq!(image.registered_broker(2).map(|b| b.broker_epoch), Some(17));
+        assert_eq!(image.registered_broker(1).map(|b| b.broker_epoch), Some(1));
+        assert!(image.registered_broker(3).is_none());
     }
 }

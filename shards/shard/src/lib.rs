@@ -10,6 +10,7 @@
 
 #![forbid(unsafe_code)]
 
+mod alter_partition;
 mod config_work;
 mod group_work;
 mod image;
@@ -22,6 +23,7 @@ mod signal;
 mod stats;
 mod watch;
 
+pub use alter_partition::{AlterPartitionItem, AlterPartitionOutcome, AlterPartitionWork};
 pub use config_work::{AlterConfigsWork, ConfigChange, ConfigOp, TopicConfigChanges};
 pub use group_work::{
     CommittedOffsets, DeleteGroupArgs, DescribeGroupArgs, GroupRequest, GroupWork, HeartbeatArgs,

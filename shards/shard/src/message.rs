@@ -73,6 +73,8 @@ pub enum ControllerMessage {
     DescribeQuorum(crate::DescribeQuorumWork),
     /// Change finalized feature levels (UpdateFeatures).
     UpdateFeatures(crate::UpdateFeaturesWork),
+    /// Change a partition's ISR (AlterPartition), from the shard that leads it.
+    AlterPartition(crate::AlterPartitionWork),
 }
 
 /// A client connection moved between shards at a request boundary: nothing of it is in flight,
@@ -181,6 +183,9 @@ pub struct NewTopic {
     pub replication_factor: i16,
     /// Topic config overrides.
     pub configs: Vec<(String, String)>,
+    /// A manual assignment (CreateTopics' `Assignments`): the replicas of each partition, in
+    /// partition order; `None` lets the controller place them.
+    pub assignments: Option<Vec<Vec<i32>>>,
 }
 
 /// A created topic.

@@ -87,31 +87,54 @@ pub async fn handle(
     }
 }
 
-/// Resolves -1 defaults and a manual assignment into a topic to create.
+/// Resolves -1 defaults and a manual assignment into a topic to create. An assignment is
+/// checked here for its shape as Kafka's controller checks it (counts left at -1, each
+/// partition once, partitions 0..n-1); its brokers are checked by the controller.
 fn new_topic(ctx: &ShardContext, topic: &CreatableTopic) -> Result<NewTopic, MetadataError> {
     let mut num_partitions = topic.num_partitions;
     let mut replication_factor = topic.replication_factor;
+    let mut assignments = None;
     if !topic.assignments.is_empty() {
-        if num_partitions != -1 || replication_factor != -1 {
-            return Err(MetadataError::InvalidConfig(
-                "both numPartitions or replicationFactor and replicasAssignments were set"
+        if replication_factor != -1 {
+            return Err(MetadataError::InvalidRequest(
+                "A manual partition assignment was specified, but replication factor was not set to -1."
                     .to_string(),
             ));
         }
-        num_partitions = topic.assignments.len() as i32;
-        replication_factor = topic.assignments[0].broker_ids.len() as i16;
-        // Every named broker must be one the cluster knows (the image lists the live ones).
-        let image = ctx.image();
-        if let Some(unknown) = topic
-            .assignments
-            .iter()
-            .flat_map(|a| a.broker_ids.iter())
-            .find(|b| !image.is_live(**b))
-        {
-            return Err(MetadataError::InvalidReplicationFactor(format!(
-                "replica assignment names broker {unknown}, which is not a live broker"
-            )));
+        if num_partitions != -1 {
+            return Err(MetadataError::InvalidRequest(
+                "A manual partition assignment was specified, but numPartitions was not set to -1."
+                    .to_string(),
+            ));
         }
+        let count = topic.assignments.len();
+        let mut by_partition: Vec<Option<Vec<i32>>> = vec![None; count];
+        for a in &topic.assignments {
+            let slot = usize::try_from(a.partition_index)
+                .ok()
+                .and_then(|i| by_partition.get_mut(i));
+            match slot {
+                Some(Some(_)) => {
+                    return Err(MetadataError::InvalidReplicaAssignment(format!(
+                        "Found multiple manual partition assignments for partition {}",
+                        a.partition_index
+                    )))
+                }
+                Some(slot) => *slot = Some(a.broker_ids.clone()),
+                // An index outside 0..n-1 leaves a hole below n.
+                None => {
+                    return Err(MetadataError::InvalidReplicaAssignment(
+                        "partitions should be a consecutive 0-based integer sequence".to_string(),
+                    ))
+                }
+            }
+        }
+        let replicas: Vec<Vec<i32>> = by_partition.into_iter().flatten().collect();
+        num_partitions = i32::try_from(count).unwrap_or(i32::MAX);
+        replication_factor = replicas
+            .first()
+            .map_or(0, |r| i16::try_from(r.len()).unwrap_or(i16::MAX));
+        assignments = Some(replicas);
     }
     if num_partitions == -1 {
         num_partitions = ctx.config.num_partitions;
@@ -131,6 +154,7 @@ fn new_topic(ctx: &ShardContext, topic: &CreatableTopic) -> Result<NewTopic, Met
         num_partitions,
         replication_factor,
         configs,
+        assignments,
     })
 }
 

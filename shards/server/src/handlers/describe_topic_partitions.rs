@@ -266,6 +266,7 @@ mod tests {
             host: format!("broker-{node_id}"),
             port: 9092,
             rack: None,
+            broker_epoch: 1,
         }
     }
 
@@ -287,6 +288,7 @@ mod tests {
                         partition: i as i32,
                         leader: 1 + (i % 3) as i32,
                         leader_epoch: 7,
+                        partition_epoch: 0,
                         replicas: vec![1, 2, 3],
                         isr: vec![1, 2],
                         shard: ShardId(0),

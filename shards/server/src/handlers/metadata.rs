@@ -86,6 +86,7 @@ pub fn default_new_topic(ctx: &ShardContext, name: &str) -> NewTopic {
         num_partitions: ctx.config.num_partitions,
         replication_factor: ctx.config.default_replication_factor,
         configs: Vec::new(),
+        assignments: None,
     }
 }
 

@@ -100,6 +100,7 @@ fn topic(name: &str, id: u128, leaders: &[i32]) -> TopicImage {
                 partition: i as i32,
                 leader: *leader,
                 leader_epoch: 0,
+                partition_epoch: 0,
                 replicas: vec![1],
                 isr: vec![1],
                 shard: ShardId(0),

@@ -547,14 +547,14 @@ fn connection_failures_warn_once_then_once_a_minute() {
     assert!(log.failed(start + Duration::from_secs(62)));
 }
 
-/// Brokers and partitions are built in these two helpers only (the merge with the controller
-/// slice adds `broker_epoch` / `partition_epoch` to the images here).
+/// Brokers and partitions are built in these two helpers only.
 fn broker(node_id: i32) -> sluice_shard::BrokerImage {
     sluice_shard::BrokerImage {
         node_id,
         host: "127.0.0.1".to_string(),
         port: 9000 + node_id,
         rack: None,
+        broker_epoch: 100 + i64::from(node_id),
     }
 }
 
@@ -563,6 +563,7 @@ fn partition_image(partition: i32, leader: i32, shard: u16) -> sluice_shard::Par
         partition,
         leader,
         leader_epoch: 10 + partition,
+        partition_epoch: 20 + partition,
         replicas: vec![1, 2, 3],
         isr: vec![1, 2, 3],
         shard: sluice_shard::ShardId(shard),
