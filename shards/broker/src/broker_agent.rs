@@ -575,10 +575,9 @@ impl BrokerAgent {
 
     /// KRaft's controlled shutdown, shortened to one step: asks the controller to fence this
     /// broker now, which in the same entry moves its leaderships to other in-sync replicas and
-    /// takes it out of every ISR; then waits until this broker's shards hold an image that
-    /// shows it, so that they answer NOT_LEADER_OR_FOLLOWER (clients move to the new leaders)
-    /// before the listener closes, instead of the partitions waiting out the session timeout.
-    /// Its next start registers without waiting. Bounded: a controller that does not answer
+    /// takes it out of every ISR, instead of the partitions waiting out the session timeout;
+    /// its next start registers without waiting. It runs once the shards have drained their
+    /// connections (see ARCHITECTURE.md, Shutdown). Bounded: a controller that does not answer
     /// does not hold up the stop.
     pub async fn controlled_shutdown(&self) {
         if self.broker_epoch.get() < 0 {
@@ -591,26 +590,12 @@ impl BrokerAgent {
             want_fence: true,
             want_shut_down: true,
         };
-        let fenced_here = async {
-            let answer = self.link.call(&request).await;
-            if matches!(
-                answer,
-                Ok(ControllerResponse::BrokerHeartbeat { result: Ok(_) })
-            ) {
-                self.fenced.set(true);
-                // The log follower stopped with `run`: fetch and publish the fencing entry
-                // here; the shards stop leading once they hold it.
-                while !self.published_fenced() {
-                    self.fetch_and_publish_once().await;
-                }
-            }
-            Some(answer)
-        };
-        let answered = futures_lite::future::or(fenced_here, async {
-            glommio::timer::sleep(CONTROLLED_SHUTDOWN_TIMEOUT).await;
-            None
-        })
-        .await;
+        let answered =
+            futures_lite::future::or(async { Some(self.link.call(&request).await) }, async {
+                glommio::timer::sleep(CONTROLLED_SHUTDOWN_TIMEOUT).await;
+                None
+            })
+            .await;
         match answered {
             Some(Ok(ControllerResponse::BrokerHeartbeat { result: Ok(_) })) => {
                 info!(
@@ -620,39 +605,9 @@ impl BrokerAgent {
             }
             other => warn!(
                 ?other,
-                "controlled shutdown not acknowledged (or not yet applied here); the session will expire"
+                "controlled shutdown not acknowledged; the session will expire"
             ),
         }
-    }
-
-    /// One short metadata fetch, applied and published if it brought entries.
-    async fn fetch_and_publish_once(&self) {
-        let request = ControllerRequest::FetchMetadata {
-            broker_id: self.settings.node_id,
-            offset_after: self.state.borrow().applied_index,
-            max_wait_ms: u32::try_from(FENCED_HEARTBEAT_INTERVAL.as_millis()).unwrap_or(u32::MAX),
-            bytes_max: FETCH_BYTES_MAX,
-        };
-        match self.link.call(&request).await {
-            Ok(ControllerResponse::FetchMetadata {
-                entries, leader_id, ..
-            }) if !entries.is_empty() => {
-                self.apply(entries);
-                let published = self.publish(leader_id).await;
-                self.after_publish(published);
-            }
-            _ => glommio::timer::sleep(RETRY_BACKOFF).await,
-        }
-    }
-
-    /// Whether the image the shards hold shows this broker's registration fenced.
-    fn published_fenced(&self) -> bool {
-        let state = self.state.borrow();
-        state.applied_index <= self.published.value()
-            && state
-                .brokers
-                .get(&self.settings.node_id)
-                .is_some_and(|b| b.fenced && b.broker_epoch == self.broker_epoch.get())
     }
 
     async fn heartbeat_until_stale(&self) {
