@@ -1,5 +1,6 @@
-//! Tasks waiting for the readable end of the log to move: fetch long-polls
-//! and appends waiting for their predecessors' writes.
+//! Tasks waiting for an offset of the log to move: the readable end (fetch long-polls,
+//! appends waiting for their predecessors' writes) or the high watermark (one `Waiters`
+//! each).
 
 use std::task::Waker;
 
