@@ -668,7 +668,7 @@ def test_rf3_acks_all_loses_nothing_when_a_leader_is_killed(cluster):
     from confluent_kafka import Producer
     from confluent_kafka.admin import AdminClient, NewTopic as CkNewTopic
 
-    topic, parts, count = "cl-rf3", 3, 6000
+    topic, parts, count = "cl-acks-all", 3, 6000
     admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
     futures = admin.create_topics([CkNewTopic(topic, num_partitions=parts, replication_factor=3,
                                               config={"min.insync.replicas": "2"})], request_timeout=15)

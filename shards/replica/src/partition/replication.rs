@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use sluice_log::LogAppendInfo;
+use sluice_log::{LogAppendInfo, LogError};
 use sluice_protocol::record_batch::RecordBatches;
 use tracing::{debug, info};
 
@@ -426,7 +426,18 @@ impl Partition {
         let appended = if records.is_empty() {
             None
         } else {
-            let info = self.log.append_as_follower(records).await?;
+            let info = match self.log.append_as_follower(records).await {
+                // Kafka's follower append: an empty log (just started over at the leader's log
+                // start) whose first fetched batch begins below that offset starts at the batch.
+                Err(LogError::UnexpectedAppendOffset { got, .. })
+                    if self.log.log_start_offset() == self.log.log_end_offset() =>
+                {
+                    info!(topic = %self.topic, partition = self.tp.partition, start_at = got, "empty log: starting at the leader's first batch");
+                    self.log.truncate_fully_and_start_at(got).await?;
+                    self.log.append_as_follower(records).await?
+                }
+                other => other?,
+            };
             {
                 let mut producers = self.producers.borrow_mut();
                 for batch in RecordBatches::new(Bytes::copy_from_slice(records)) {
