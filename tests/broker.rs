@@ -20,7 +20,9 @@ use sluice_protocol::messages::produce::{
     PartitionProduceData, ProduceRequest, ProduceResponse, TopicProduceData,
 };
 use sluice_protocol::request::{encode_request, RequestBody, ResponseBody};
-use support::{batch, create_topic, fetch, fetch_request, produce, Broker, Client};
+use support::{
+    assert_stored_as_sent, batch, create_topic, fetch, fetch_request, produce, Broker, Client,
+};
 
 #[test]
 fn advertises_what_it_serves_and_stops_cleanly() {
@@ -151,7 +153,7 @@ fn four_shards_serve_every_partition_through_one_connection() {
         let (error, high_watermark, records) = fetch(&mut client, "spread", partition, base_offset);
         assert_eq!(error, 0);
         assert_eq!(high_watermark, 15);
-        assert_stored_as_sent(&records, &b, base_offset);
+        assert_stored_as_sent(&records, &b, base_offset, Some(0));
     }
     // Every shard got partitions: their directories are spread by the shard table, so just
     // check that all 16 exist on disk.
@@ -227,7 +229,7 @@ fn kill_nine_loses_no_acknowledged_batch() {
     for (partition, offset, b) in acknowledged {
         let (error, _, records) = fetch(&mut client, "durable", partition, offset);
         assert_eq!(error, 0, "fetch {partition}@{offset} after restart");
-        assert_stored_as_sent(&records, &b, offset);
+        assert_stored_as_sent(&records, &b, offset, None);
     }
     let (error, offset) = produce(&mut client, "durable", 0, batch("after", 1));
     assert_eq!(
@@ -425,7 +427,7 @@ fn produce_v13_by_topic_id_is_read_back_by_fetch_v18() {
     assert_eq!((p.error_code, p.high_watermark), (0, 5));
     let records = p.records.clone().unwrap_or_default();
     assert_eq!(records.len(), first.len() + second.len());
-    assert_stored_as_sent(&records, &first, 0);
+    assert_stored_as_sent(&records, &first, 0, Some(0));
     assert_eq!(&records[first.len()..first.len() + 8], &3i64.to_be_bytes());
     let response = fetch_v18(&mut client, stranger);
     assert_eq!(response.responses[0].topic_id, stranger);
@@ -701,25 +703,4 @@ fn frames_kafka_accepts_are_answered_on_one_connection() {
         ]
     );
     assert_eq!(broker.stop().code(), Some(0));
-}
-
-/// A batch as the leader stores it: the base offset it assigned and the leader epoch it stamped
-/// (the topic's first leader, epoch 0), every other byte as the producer sent it.
-fn assert_stored_as_sent(records: &[u8], sent: &[u8], base_offset: i64) {
-    assert_eq!(
-        &records[..8],
-        &base_offset.to_be_bytes(),
-        "stored with the assigned base offset"
-    );
-    assert_eq!(&records[8..12], &sent[8..12], "batch length as sent");
-    assert_eq!(
-        &records[12..16],
-        &0i32.to_be_bytes(),
-        "partition leader epoch stamped by the leader"
-    );
-    assert_eq!(
-        &records[16..sent.len()],
-        &sent[16..],
-        "stored as sent from the magic byte on"
-    );
 }

@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use sluice_protocol::record_batch::{validate_batch, RecordBatches};
-use support::{batch, create_topic, fetch, try_produce, Broker, Client};
+use support::{assert_stored_as_sent, batch, create_topic, fetch, try_produce, Broker, Client};
 
 const ROUNDS: usize = 20;
 const PARTITIONS: i32 = 2;
@@ -51,7 +51,7 @@ fn check_everything(client: &mut Client, acked: &Acked) {
             header.base_offset, *offset,
             "the index finds the batch holding the offset"
         );
-        assert_eq!(&first.1[8..], &sent[8..], "stored as acknowledged");
+        assert_stored_as_sent(&first.1, sent, *offset, None);
         ends[*partition as usize] = ends[*partition as usize].max(header.last_offset() + 1);
         assert!(high_watermark > header.last_offset());
     }

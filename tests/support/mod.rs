@@ -520,3 +520,33 @@ pub fn wait_for_coordinator(client: &mut Client, group: &str) {
     }
     panic!("no group coordinator after 10 s");
 }
+
+/// A batch as the leader stores it: the base offset it assigned and the leader epoch it stamped
+/// (`leader_epoch`, or any epoch when `None`: a restart may have made a new leader epoch), every
+/// other byte as the producer sent it.
+pub fn assert_stored_as_sent(
+    records: &[u8],
+    sent: &[u8],
+    base_offset: i64,
+    leader_epoch: Option<i32>,
+) {
+    assert_eq!(
+        &records[..8],
+        &base_offset.to_be_bytes(),
+        "stored with the assigned base offset"
+    );
+    assert_eq!(&records[8..12], &sent[8..12], "batch length as sent");
+    let stamped = i32::from_be_bytes([records[12], records[13], records[14], records[15]]);
+    match leader_epoch {
+        Some(epoch) => assert_eq!(
+            stamped, epoch,
+            "partition leader epoch stamped by the leader"
+        ),
+        None => assert!(stamped >= 0, "a leader epoch stamped, not {stamped}"),
+    }
+    assert_eq!(
+        &records[16..sent.len()],
+        &sent[16..],
+        "stored as sent from the magic byte on"
+    );
+}
