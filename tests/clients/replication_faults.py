@@ -450,31 +450,97 @@ def admin(bootstrap: str):
     return AdminClient({"bootstrap.servers": bootstrap, "log_level": 0})
 
 
-def topic_state(bootstrap: str, topic: str) -> tuple[set, dict]:
-    """(broker ids in Metadata, partition -> (leader, replicas, isr))."""
-    md = admin(bootstrap).list_topics(topic, timeout=5)
-    t = md.topics.get(topic)
+def metadata(port: int, topic: str, timeout: float = 5) -> tuple[set, dict]:
+    """Metadata v12 for one topic from the broker at `port` only (a client library would pick
+    any broker it knows, and a broker cut off from the controllers answers with what it last
+    knew): (broker ids, partition -> (leader, replicas, isr))."""
+    import wire
+    body = wire.carray([b"\x00" * 16 + wire.cstring(topic) + b"\x00"]) + b"\x00\x00" + b"\x00"
+    frame = wire.header(3, 12, 1, b"faults", b"\x00") + body
+    with wire.Connection(("127.0.0.1", port), timeout=timeout) as c:
+        r = wire.Reader(c.roundtrip(frame))
+    assert r.take("i") == 1
+    r.tags()
+    r.take("i")  # throttle
+
+    def broker(rd):
+        node = rd.take("i")
+        rd.string()
+        rd.take("i")
+        rd.string()
+        rd.tags()
+        return node
+
+    def ints(rd):
+        return rd.take("i")
+
+    def partition(rd):
+        err = rd.take("h")
+        index = rd.take("i")
+        leader = rd.take("i")
+        rd.take("i")  # leader epoch
+        replicas = rd.array(ints) or []
+        isr = rd.array(ints) or []
+        rd.array(ints)  # offline
+        rd.tags()
+        return index, (leader if err == 0 else -1, replicas, isr)
+
+    brokers = set(r.array(broker) or [])
+    r.string()  # cluster id
+    r.take("i")  # controller id
     parts = {}
-    if t is not None and t.error is None:
-        for p in t.partitions.values():
-            parts[p.id] = (p.leader, list(p.replicas), list(p.isrs))
-    return set(md.brokers), parts
+    for _ in range(r.uvarint() - 1):
+        err = r.take("h")
+        name = r.string()
+        r.raw(16)
+        r.take("?")
+        ps = r.array(partition) or []
+        r.take("i")
+        r.tags()
+        if err == 0 and name == topic:
+            parts = dict(ps)
+    return brokers, parts
+
+
+def topic_state(cl: ClusterBase, topic: str) -> tuple[set, dict]:
+    """Metadata from the first broker that answers."""
+    last = None
+    for b in cl.brokers():
+        if not cl.alive(b) or cl.procs[b].stopped:
+            continue
+        try:
+            return metadata(cl.procs[b].port, topic)
+        except (OSError, AssertionError, struct.error) as e:
+            last = e
+    raise RuntimeError(f"no broker answered Metadata: {last}")
 
 
 def wait_whole(cl: ClusterBase, topic: str, partitions: int, timeout: float) -> tuple[bool, float, str]:
-    """Until 3 brokers are registered and every partition has a leader and ISR = replicas."""
+    """Until every broker, asked on its own, lists the 3 brokers and every partition with a
+    leader and ISR = replicas, all of them the same (the metadata has converged)."""
     t0 = time.time()
     last = ""
     expected = {cl.procs[b].node_id for b in cl.brokers()}
     while time.time() - t0 < timeout:
+        views = {}
         try:
-            brokers, parts = topic_state(cl.bootstrap(), topic)
-            bad = {p: v for p, v in parts.items() if v[0] < 0 or set(v[1]) != set(v[2])}
-            if brokers >= expected and len(parts) == partitions and not bad:
-                return True, time.time() - t0, ""
-            last = f"brokers {sorted(brokers)}, not whole: {bad}, partitions {len(parts)}"
-        except Exception as e:  # noqa: BLE001 - metadata during faults: keep polling
+            for b in cl.brokers():
+                views[b] = metadata(cl.procs[b].port, topic, timeout=2)
+        except (OSError, AssertionError, struct.error) as e:
             last = f"metadata: {e}"
+            time.sleep(0.25)
+            continue
+        problems = []
+        for b, (brokers, parts) in views.items():
+            bad = {p: v for p, v in parts.items() if v[0] < 0 or set(v[1]) != set(v[2])}
+            if not brokers >= expected or len(parts) != partitions or bad:
+                problems.append(f"{b} sees brokers {sorted(brokers)}, {len(parts)} partitions, not whole: {bad}")
+        leaders = {b: {p: v[0] for p, v in parts.items()} for b, (_, parts) in views.items()}
+        if len({json.dumps(x, sort_keys=True) for x in leaders.values()}) > 1:
+            problems.append(f"brokers disagree on leaders: {leaders}")
+        if not problems:
+            return True, time.time() - t0, ""
+        last = "; ".join(problems)
         time.sleep(0.25)
     return False, time.time() - t0, last
 
@@ -671,15 +737,29 @@ def load_lines(path: Path, fields: int) -> list[list[str]]:
 
 
 def check(cl: ClusterBase, topic: str, partitions: int, out_dir: Path) -> dict:
+    """Reads the final state from the healed cluster and its files, then judges it."""
     bootstrap = cl.bootstrap()
     final, marks = read_back(bootstrap, topic, partitions)
+    _, parts = topic_state(cl, topic)
+    replica_dirs = {p: {cl.name_of(node): cl.partition_dir(cl.name_of(node), topic, p)
+                        for node in parts.get(p, (-1, [], []))[1]} for p in range(partitions)}
+    acked = [("java", r) for r in load_lines(out_dir / "acked-java.txt", 3)]
+    acked += [("confluent", r) for r in load_lines(out_dir / "acked-confluent.txt", 3)]
+    return judge(final, marks, replica_dirs, acked, load_lines(out_dir / "seen.txt", 4))
+
+
+def judge(final: dict, marks: dict, replica_dirs: dict, acked: list, seen: list) -> dict:
+    """The checks on the gathered state (no I/O but the segment files), so they can be tested
+    on made-up states too (test_replication_faults.py's checker tests).
+    final: partition -> {offset: (key str, value bytes)} read back up to the high watermark
+    marks: partition -> (log start, high watermark)
+    replica_dirs: partition -> {broker name: its `<topic>-<p>` directory}
+    acked: [(producer, [partition, offset, key])]; seen: [[partition, offset, key, crc32]]"""
     failures: list[str] = []
     res: dict = {"records": sum(len(v) for v in final.values()),
                  "high_watermarks": {p: marks[p][1] for p in marks}}
 
     # acked: at its offset, with its value
-    acked = [("java", r) for r in load_lines(out_dir / "acked-java.txt", 3)]
-    acked += [("confluent", r) for r in load_lines(out_dir / "acked-confluent.txt", 3)]
     res["acked"] = {"java": sum(1 for s, _ in acked if s == "java"),
                     "confluent": sum(1 for s, _ in acked if s == "confluent")}
     bad_acked = 0
@@ -701,8 +781,8 @@ def check(cl: ClusterBase, topic: str, partitions: int, out_dir: Path) -> dict:
 
     # exactly once
     count: dict[str, int] = {}
-    for p, recs in final.items():
-        for o, (key, _) in recs.items():
+    for recs in final.values():
+        for key, _ in recs.values():
             count[key] = count.get(key, 0) + 1
     dups = {k: n for k, n in count.items() if n > 1}
     res["duplicate_keys"] = len(dups)
@@ -711,7 +791,6 @@ def check(cl: ClusterBase, topic: str, partitions: int, out_dir: Path) -> dict:
     res["unacked_in_log"] = len(set(count) - acked_keys)
 
     # consumed records never vanish
-    seen = load_lines(out_dir / "seen.txt", 4)
     res["consumed"] = len(seen)
     vanished = 0
     for p, o, key, crc in seen:
@@ -723,22 +802,20 @@ def check(cl: ClusterBase, topic: str, partitions: int, out_dir: Path) -> dict:
                                 f"{'nothing' if got is None else got[0]} there")
     res["consumed_vanished"] = vanished
 
-    # replicas byte-identical below the high watermark
-    _, parts = topic_state(bootstrap, topic)
+    # replicas byte-identical below the high watermark, and covering it
     rep = {}
-    for p in range(partitions):
+    for p in sorted(marks):
         lso, hw = marks[p]
-        leader, replicas, isr = parts.get(p, (-1, [], []))
         per = {}
-        for node in replicas:
-            name = cl.name_of(node)
-            d = cl.partition_dir(name, topic, p)
-            if not d.is_dir():
+        for name, d in sorted(replica_dirs.get(p, {}).items()):
+            if d is None or not d.is_dir():
                 failures.append(f"replicas: partition {p} has no directory {d} on {name}")
                 continue
             batches, tail = read_batches(d)
             below = [b for b in batches if b[1] < hw and b[0] >= lso]
             per[name] = (below, tail, batches)
+        if not per:
+            failures.append(f"replicas: partition {p}: no replica directory to compare")
         first = None
         for name, (below, tail, batches) in per.items():
             covered = below[-1][1] + 1 if below else lso
@@ -754,13 +831,14 @@ def check(cl: ClusterBase, topic: str, partitions: int, out_dir: Path) -> dict:
                     keys = decode_keys(b[2])
                     if keys is not None:
                         decoded.update(keys)
-                client = {o: kv[0].encode() for o, kv in final[p].items()}
+                client = {o: kv[0].encode() for o, kv in final.get(p, {}).items()}
                 if decoded != client:
                     diff = sorted(set(decoded.items()) ^ set(client.items()))[:5]
                     failures.append(f"replicas: partition {p} on {name}: decoded segment records differ from "
                                     f"the records read back ({len(decoded)} vs {len(client)}; e.g. {diff})")
             elif blob != first[1]:
-                at = next((i for i, (x, y) in enumerate(zip(blob, first[1])) if x != y), min(len(blob), len(first[1])))
+                at = next((i for i, (x, y) in enumerate(zip(blob, first[1])) if x != y),
+                          min(len(blob), len(first[1])))
                 failures.append(f"replicas: partition {p}: {name} and {first[0]} differ below the high watermark "
                                 f"{hw} at batch #{at} ({len(blob)} vs {len(first[1])} batches)")
         rep[p] = {"high_watermark": hw, "log_start": lso, "replicas": sorted(per),
@@ -783,6 +861,24 @@ class Round:
     whole: bool = True
     note: str = ""
     wall_s: float = 0.0
+    during: str = ""  # the cluster as another broker saw it at the end of the fault
+
+
+def snapshot(cl: ClusterBase, topic: str, victim: str) -> str:
+    """How the fault shows at its end, asked of a broker other than the victim: the partitions
+    the victim leads and the ISR sizes (evidence the fault had an effect, or did not)."""
+    vid = cl.procs[victim].node_id if victim in cl.procs else None
+    for b in cl.brokers():
+        if b == victim or not cl.alive(b) or cl.procs[b].stopped:
+            continue
+        try:
+            brokers, parts = metadata(cl.procs[b].port, topic, timeout=2)
+        except (OSError, AssertionError, struct.error):
+            continue
+        led = sum(1 for v in parts.values() if v[0] == vid)
+        isr = [len(parts[p][2]) for p in sorted(parts)]
+        return f"via {b}: brokers {sorted(brokers)}, victim leads {led}, ISR sizes {isr}"
+    return "no other broker answered"
 
 
 def schedule(seed: int, rounds: int) -> list[str]:
@@ -803,7 +899,7 @@ def run_round(cl: ClusterBase, fw: Firewall, r: Round, rng: random.Random, quick
         victim = rng.choice(brokers)
         if rng.random() < 0.5:
             try:
-                _, parts = topic_state(cl.bootstrap(), topic)
+                _, parts = topic_state(cl, topic)
                 p = rng.choice(sorted(parts))
                 leader = cl.name_of(parts[p][0])
                 if leader:
@@ -814,12 +910,14 @@ def run_round(cl: ClusterBase, fw: Firewall, r: Round, rng: random.Random, quick
         r.target = victim
         cl.kill9(victim)
         time.sleep(r.duration_s)
+        r.during = snapshot(cl, topic, victim)
         cl.restart(victim)
     elif r.kind == "stop-broker":
         victim = rng.choice(brokers)
         r.target = victim
         cl.sigstop(victim)
         time.sleep(r.duration_s)
+        r.during = snapshot(cl, topic, victim)
         cl.sigcont(victim)
     elif r.kind == "partition-broker":
         victim = rng.choice(brokers)
@@ -837,6 +935,7 @@ def run_round(cl: ClusterBase, fw: Firewall, r: Round, rng: random.Random, quick
         client_ok = fw.probe(None, cl.procs[victim].port)
         r.note = f"cut verified: {cut_ok}, clients reach it: {client_ok}"
         time.sleep(max(0.0, r.duration_s - (time.time() - t0)))
+        r.during = snapshot(cl, topic, victim)
         fw.heal()
         if not (cut_ok and client_ok):
             raise RuntimeError(f"the partition of {victim} did not work: {r.note}")
@@ -848,6 +947,7 @@ def run_round(cl: ClusterBase, fw: Firewall, r: Round, rng: random.Random, quick
         r.target = victim
         cl.kill9(victim)
         time.sleep(r.duration_s)
+        r.during = snapshot(cl, topic, victim)
         cl.restart(victim)
 
 
@@ -872,10 +972,11 @@ def write_results(out: Path, res: dict) -> None:
         walls = [x["wall_s"] for x in res["rounds"]]
         lines += [f"Time per round: mean {sum(walls) / len(walls):.1f} s, max {max(walls):.1f} s "
                   f"(fault + restart + until whole again); whole run {res.get('total_s', 0):.0f} s.", "",
-                  "| # | fault | target | fault s | until whole s | note |", "|---|---|---|---|---|---|"]
+                  "| # | fault | target | fault s | until whole s | note | at the end of the fault |",
+                  "|---|---|---|---|---|---|---|"]
         for x in res["rounds"]:
             whole = f"{x['settle_s']:.1f}" if x["whole"] else f"NOT WHOLE after {x['settle_s']:.0f}"
-            lines.append(f"| {x['index']} | {x['kind']} | {x['target']} | {x['duration_s']} | {whole} | {x['note']} |")
+            lines.append(f"| {x['index']} | {x['kind']} | {x['target']} | {x['duration_s']} | {whole} | {x['note']} | {x['during']} |")
         lines.append("")
     c = res.get("check")
     if c:
