@@ -49,7 +49,7 @@ import sys
 import time
 import uuid
 import zlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -179,6 +179,10 @@ class Firewall:
 
     def heal(self) -> None:
         subprocess.run(["iptables", "-F", CHAIN], check=True)
+
+    def listing(self) -> str:
+        return subprocess.run(["iptables", "-L", "OUTPUT", "-v", "-n"], capture_output=True, text=True).stdout + \
+            subprocess.run(["iptables", "-L", CHAIN, "-v", "-n"], capture_output=True, text=True).stdout
 
     def _rule(self, op: str, cgroup: str, port: int) -> None:
         subprocess.run(["iptables", op, CHAIN, "-m", "cgroup", "--path", cgroup, "-p", "tcp",
@@ -928,12 +932,24 @@ def run_round(cl: ClusterBase, fw: Firewall, r: Round, rng: random.Random, quick
         others = [b for b in brokers if b != victim]
         cut = [cl.procs[c].port for c in cl.controllers()] + [cl.procs[b].port for b in others]
         t0 = time.time()
-        fw.isolate(victim, others, {n: p.port for n, p in cl.procs.items()}, cut)
+        ports = {n: p.port for n, p in cl.procs.items()}
         # The cut holds (the victim reaches no controller, another broker does not reach the
-        # victim) and the clients still reach the victim; else the round tests nothing.
-        cut_ok = not fw.probe(victim, cut[0]) and not fw.probe(others[0], cl.procs[victim].port)
-        client_ok = fw.probe(None, cl.procs[victim].port)
-        r.note = f"cut verified: {cut_ok}, clients reach it: {client_ok}"
+        # victim) and the clients still reach the victim; else the round tests nothing. Rules
+        # are put in again once if a probe says otherwise (seen once under heavy load, cause not
+        # found); a second failure ends the run.
+        for attempt in (1, 2):
+            fw.isolate(victim, others, ports, cut)
+            out_cut = not fw.probe(victim, cut[0])
+            in_cut = not fw.probe(others[0], cl.procs[victim].port)
+            client_ok = fw.probe(None, cl.procs[victim].port)
+            cut_ok = out_cut and in_cut
+            r.note = (f"cut verified: {cut_ok}" + ("" if cut_ok else f" (to a controller: {out_cut}, from a "
+                                                                     f"broker: {in_cut})")
+                      + f", clients reach it: {client_ok}" + (" (second try)" if attempt == 2 else ""))
+            if cut_ok and client_ok:
+                break
+            log(f"partition of {victim} not verified: {r.note}; iptables:\n{fw.listing()}")
+            fw.heal()
         time.sleep(max(0.0, r.duration_s - (time.time() - t0)))
         r.during = snapshot(cl, topic, victim)
         fw.heal()
@@ -948,6 +964,7 @@ def run_round(cl: ClusterBase, fw: Firewall, r: Round, rng: random.Random, quick
         cl.kill9(victim)
         time.sleep(r.duration_s)
         r.during = snapshot(cl, topic, victim)
+        r.during += f"; active controller: {cl.active_controller()}"
         cl.restart(victim)
 
 
@@ -964,6 +981,8 @@ def write_results(out: Path, res: dict) -> None:
              f"Result: **{res['status']}**", "", f"Replay: `{res['replay']}`", ""]
     if res.get("skipped"):
         lines += [f"Skipped: {res['skipped']}", ""]
+    if res.get("firewall"):
+        lines += [f"Network partitions unavailable (those rounds did nothing): {res['firewall']}", ""]
     if res.get("error"):
         lines += ["Harness error:", "", "```", str(res["error"])[-3000:], "```", ""]
     lines += [f"Topic `{res['topic']}`: {res['partitions']} partitions, RF={res['replication_factor']}, "

@@ -41,6 +41,7 @@ def test_replication_faults(tmp_path):
     report = (out / "results.md").read_text() if (out / "results.md").exists() else ""
     assert r.returncode == 0 and res["status"] == "passed", (
         f"seed {seed}; replay: {res.get('replay')}\n{report[-6000:]}\n{r.stdout[-3000:]}\n{r.stderr[-2000:]}")
+    assert not res.get("firewall"), f"the network partition fault could not run: {res['firewall']}"
     check = res["check"]
     assert res["rounds_done"] == rounds
     assert min(check["acked"].values()) > 0 and check["consumed"] > 0
