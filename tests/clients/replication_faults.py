@@ -71,11 +71,12 @@ def log(msg: str) -> None:
 
 # ---------------------------------------------------------------------------- network namespace
 
-def in_initial_netns() -> bool:
-    try:
-        return os.stat("/proc/self/ns/net").st_ino == os.stat("/proc/1/ns/net").st_ino
-    except OSError:
-        return False
+def in_named_netns() -> bool:
+    """Whether this process runs in a network namespace of `ip netns` (its own, for the fixed
+    ports and the firewall rules). /proc/1/ns/net is not always readable (a VM's init may hide
+    it), so ask `ip netns identify` instead of comparing with init's namespace."""
+    r = subprocess.run(["ip", "netns", "identify", str(os.getpid())], capture_output=True, text=True)
+    return r.returncode == 0 and bool(r.stdout.strip())
 
 
 def reexec_in_netns(argv: list[str]) -> int:
@@ -1046,7 +1047,7 @@ def main(argv: list[str]) -> int:
         (a.out / "results.json").write_text(json.dumps(res) + "\n")
         print(res["skipped"])
         return EXIT_SKIPPED
-    if not a.in_netns and not a.no_netns and in_initial_netns():
+    if not a.in_netns and not a.no_netns and not in_named_netns():
         return reexec_in_netns([x if not isinstance(x, Path) else str(x) for x in argv])
     if a.min_insync_replicas is None:
         a.min_insync_replicas = 2 if a.replication_factor > 1 else 1
