@@ -935,22 +935,16 @@ def run_round(cl: ClusterBase, fw: Firewall, r: Round, rng: random.Random, quick
         t0 = time.time()
         ports = {n: p.port for n, p in cl.procs.items()}
         # The cut holds (the victim reaches no controller, another broker does not reach the
-        # victim) and the clients still reach the victim; else the round tests nothing. Rules
-        # are put in again once if a probe says otherwise (seen once under heavy load, cause not
-        # found); a second failure ends the run.
-        for attempt in (1, 2):
-            fw.isolate(victim, others, ports, cut)
-            out_cut = not fw.probe(victim, cut[0])
-            in_cut = not fw.probe(others[0], cl.procs[victim].port)
-            client_ok = fw.probe(None, cl.procs[victim].port)
-            cut_ok = out_cut and in_cut
-            r.note = (f"cut verified: {cut_ok}" + ("" if cut_ok else f" (to a controller: {out_cut}, from a "
-                                                                     f"broker: {in_cut})")
-                      + f", clients reach it: {client_ok}" + (" (second try)" if attempt == 2 else ""))
-            if cut_ok and client_ok:
-                break
+        # victim) and the clients still reach the victim; else the round tests nothing.
+        fw.isolate(victim, others, ports, cut)
+        out_cut = not fw.probe(victim, cut[0])
+        in_cut = not fw.probe(others[0], cl.procs[victim].port)
+        client_ok = fw.probe(None, cl.procs[victim].port)
+        cut_ok = out_cut and in_cut
+        r.note = (f"cut verified: {cut_ok}" + ("" if cut_ok else f" (to a controller: {out_cut}, from a broker: "
+                                                                 f"{in_cut})") + f", clients reach it: {client_ok}")
+        if not (cut_ok and client_ok):
             log(f"partition of {victim} not verified: {r.note}; iptables:\n{fw.listing()}")
-            fw.heal()
         time.sleep(max(0.0, r.duration_s - (time.time() - t0)))
         r.during = snapshot(cl, topic, victim)
         fw.heal()
