@@ -26,6 +26,9 @@ The checker (after the producers stopped and the cluster healed):
                   same record batches, byte for byte, below the high watermark (ListOffsets latest
                   on the leader), and cover it; one replica's batches decoded give the offsets and
                   keys read back through the client
+    self-check    the same checks on this run's data with an acknowledged record taken out of the
+                  read-back, and with a byte of a replica's first batch flipped (in a copy): each
+                  must be reported
 A failure prints the seed and the command that replays the schedule.
 
 Runs as root (cgroups, iptables). Outside a network namespace it re-runs itself inside a fresh one
@@ -750,7 +753,44 @@ def check(cl: ClusterBase, topic: str, partitions: int, out_dir: Path) -> dict:
                         for node in parts.get(p, (-1, [], []))[1]} for p in range(partitions)}
     acked = [("java", r) for r in load_lines(out_dir / "acked-java.txt", 3)]
     acked += [("confluent", r) for r in load_lines(out_dir / "acked-confluent.txt", 3)]
-    return judge(final, marks, replica_dirs, acked, load_lines(out_dir / "seen.txt", 4))
+    seen = load_lines(out_dir / "seen.txt", 4)
+    res = judge(final, marks, replica_dirs, acked, seen)
+    res["self_check"] = self_check(final, marks, replica_dirs, acked, seen, out_dir / "self-check")
+    if not res["self_check"].startswith("passed"):
+        res["failures"].append(f"checker self-check: {res['self_check']}")
+    return res
+
+
+def self_check(final: dict, marks: dict, replica_dirs: dict, acked: list, seen: list, scratch: Path) -> str:
+    """The checker on this run's real data with one fault put in: an acknowledged record taken
+    out of the read-back, then one byte of a replica's first batch flipped (in a copy). Each must
+    be reported, so a pass above is not a checker that sees nothing."""
+    if not acked:
+        return "nothing acknowledged to test with"
+    src, (p, o, key) = acked[len(acked) // 2]
+    p, o = int(p), int(o)
+    mutated = {q: (dict(recs) if q != p else {k: v for k, v in recs.items() if k != o}) for q, recs in final.items()}
+    fails = judge(mutated, marks, replica_dirs, acked, seen)["failures"]
+    if not any(f.startswith("acked:") and key in f for f in fails):
+        return f"a removed acknowledged record ({key} at {p}@{o}) went unreported"
+    part = next((q for q in sorted(replica_dirs) if len(replica_dirs[q]) > 1 and marks[q][1] > marks[q][0]), None)
+    if part is None:
+        return "passed (one replica per partition: no replica comparison to test)"
+    dirs = dict(replica_dirs[part])
+    name = sorted(dirs)[-1]
+    shutil.rmtree(scratch, ignore_errors=True)
+    copy = scratch / name / dirs[name].name
+    shutil.copytree(dirs[name], copy)
+    seg = sorted(copy.glob("*.log"))[0]
+    data = bytearray(seg.read_bytes())
+    data[12] ^= 0x01  # the first batch's partition leader epoch: outside the CRC, only a byte compare sees it
+    seg.write_bytes(bytes(data))
+    dirs[name] = copy
+    fails = judge(final, marks, {**replica_dirs, part: dirs}, acked, seen)["failures"]
+    shutil.rmtree(scratch, ignore_errors=True)
+    if not any("differ below the high watermark" in f for f in fails):
+        return f"a flipped byte in {name}'s copy of partition {part} went unreported"
+    return "passed"
 
 
 def judge(final: dict, marks: dict, replica_dirs: dict, acked: list, seen: list) -> dict:
@@ -1000,6 +1040,8 @@ def write_results(out: Path, res: dict) -> None:
                   f"- acknowledged missing or elsewhere: {c['acked_missing_or_wrong']}; duplicate keys: "
                   f"{c['duplicate_keys']}",
                   f"- consumed during the faults: {c['consumed']}; vanished since: {c['consumed_vanished']}",
+                  f"- the checker's self-check on this data (a removed acknowledged record, a flipped replica "
+                  f"byte must be reported): {c.get('self_check')}",
                   "- replicas below the high watermark: " + ", ".join(
                       f"p{p} hw {v['high_watermark']} {v['batches']} batches x{len(v['replicas'])}"
                       for p, v in c["replicas"].items()), ""]
