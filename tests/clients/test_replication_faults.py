@@ -29,6 +29,11 @@ def test_replication_faults(tmp_path):
     seed = int(os.environ.get("SLUICE_FAULTS_SEED") or random.SystemRandom().randrange(1 << 31))
     rounds = int(os.environ.get("SLUICE_FAULTS_ROUNDS") or 10)
     out = tmp_path / "faults"
+    # Fetched here, outside the run's network namespace (it has no way out to Maven Central).
+    harness.build_java_tool()
+    if harness.TARGET == "kafka":
+        import kafka_broker
+        kafka_broker.ensure_kafka_libs()
     cmd = [sys.executable, str(HERE / "replication_faults.py"), "--rounds", str(rounds), "--seed", str(seed),
            "--quick", "--target", harness.TARGET, "--out", str(out), "--bin", str(harness.SLUICE_BIN)]
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
