@@ -61,6 +61,7 @@ import org.apache.kafka.common.serialization.ByteArraySerializer;
  *         [--acked-file F] [--key-prefix k] [--start 0] [--value-size 0] [--max-rate 0]
  *         [--allow-failures false] [--linger-ms 5] [--batch-size 65536] [--max-in-flight 5] [--spread N]
  *         [--idempotence false|true|default]   (default: leave enable.idempotence to Kafka, i.e. on)
+ *         [--stop-file S]   (stop sending once S exists, then flush; --count is then an upper bound)
  * consume --bootstrap B --topic T [--expect N] [--acked-file F] [--mode exact|acked] [--timeout-s 180]
  * group-consume --bootstrap B --topic T --group G --events F --stop-file S [--assignor range|roundrobin|sticky|cooperative-sticky]
  *         [--session-timeout-ms 45000] [--heartbeat-interval-ms 3000] [--max-poll-records 500] [--max-runtime-s 300]
@@ -158,6 +159,9 @@ public final class Main {
         String ackedFile = o.get("acked-file");
         // --spread N: explicit partition seq % N instead of the key hash
         int spread = Integer.parseInt(o.getOrDefault("spread", "0"));
+        // --stop-file S: the fault test runs the producer for as long as its schedule lasts.
+        java.nio.file.Path stopFile = o.containsKey("stop-file") ? Paths.get(o.get("stop-file")) : null;
+        long sent = 0;
 
         Properties p = new Properties();
         p.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, req(o, "bootstrap"));
@@ -188,6 +192,11 @@ public final class Main {
         long t0 = System.nanoTime();
         try (KafkaProducer<byte[], byte[]> producer = new KafkaProducer<>(p)) {
             for (long i = 0; i < count; i++) {
+                // Checked every 64 records: a file system call per record would cap the rate.
+                if (stopFile != null && i % 64 == 0 && Files.exists(stopFile)) {
+                    break;
+                }
+                sent++;
                 long seq = start + i;
                 String key = prefix + seq;
                 String value = key + "|" + seq + "|" + pad;
@@ -229,12 +238,12 @@ public final class Main {
             }
         }
         double secs = (System.nanoTime() - t0) / 1e9;
-        OUT.printf("produced topic=%s acked=%d failed=%d seconds=%.2f%n", topic, acked.get(), failed.get(), secs);
+        OUT.printf("produced topic=%s sent=%d acked=%d failed=%d seconds=%.2f%n", topic, sent, acked.get(), failed.get(), secs);
         if (firstError.get() != null) {
             OUT.println("first_error=" + firstError.get());
         }
-        if (acked.get() + failed.get() != count) {
-            OUT.println("ERROR callbacks " + (acked.get() + failed.get()) + " != count " + count);
+        if (acked.get() + failed.get() != sent) {
+            OUT.println("ERROR callbacks " + (acked.get() + failed.get()) + " != sent " + sent);
             return 1;
         }
         return failed.get() == 0 || allowFailures ? 0 : 2;
