@@ -139,6 +139,18 @@ def test_checker_finds_an_acked_record_missing_or_moved(tmp_path):
     assert any(f.startswith("acked:") for f in _failures(st))
 
 
+def test_checker_finds_a_record_acked_without_offset_by_its_key(tmp_path):
+    # librdkafka reports some idempotent retries as delivered with no offset (None).
+    st = _state(tmp_path)
+    st[3][4][1][1] = "None"
+    res = rf.judge(*st[:5])
+    assert res["failures"] == [] and res["acked_without_offset"] == 1
+    st = _state(tmp_path / "b")
+    st[3][4][1][1] = "None"
+    del st[0][0][4]  # ... and not in the log
+    assert any(f.startswith("acked:") for f in _failures(st))
+
+
 def test_checker_finds_a_duplicate(tmp_path):
     st = _state(tmp_path)
     st[0][1][6] = st[0][0][0]
