@@ -96,6 +96,9 @@ def run_producer(a) -> int:
     from confluent_kafka import Producer
     conf = {"bootstrap.servers": a.bootstrap, "acks": "all", "enable.idempotence": True, "linger.ms": 5,
             "log_level": 3}
+    for kv in a.client_conf:
+        k, v = kv.split("=", 1)
+        conf[k] = v
     p = Producer(conf)
     out = open(a.acked_file, "w", buffering=1 << 16)
     stop = Path(a.stop_file)
@@ -157,7 +160,8 @@ def failover_target(target: str, a, out: Path) -> dict:
             raise RuntimeError(f"topic not whole after {secs:.0f}s: {why}")
         prod = subprocess.Popen([sys.executable, str(Path(__file__).resolve()), "_producer", "--bootstrap",
                                  cl.bootstrap(), "--rate", str(a.rate), "--partitions", str(a.partitions),
-                                 "--acked-file", str(acked), "--stop-file", str(stop)],
+                                 "--acked-file", str(acked), "--stop-file", str(stop),
+                                 *[f"--client-conf={kv}" for kv in a.client_conf]],
                                 stdout=open(work / "producer.out", "w"), stderr=subprocess.STDOUT)
         time.sleep(a.warmup)
         if not acks_of(acked, 0):
@@ -301,6 +305,7 @@ def failover_main(a, argv) -> int:
     out = REPO / "bench" / "work" / f"{a.date}-failover"
     out.mkdir(parents=True, exist_ok=True)
     res = {"command": "bench/failover/run " + " ".join(argv), "date": a.date, "rate": a.rate,
+           "client_conf": a.client_conf,
            "partitions": a.partitions, "replication_factor": 3, "min_insync_replicas": 2,
            "host": host_info(), "targets": {}}
     for t in a.brokers.split(","):
@@ -502,6 +507,7 @@ def main(argv: list[str]) -> int:
             ap.add_argument(k, required=True)
         ap.add_argument("--rate", type=int, required=True)
         ap.add_argument("--partitions", type=int, required=True)
+        ap.add_argument("--client-conf", action="append", default=[])
         return run_producer(ap.parse_args(argv[1:]))
     mode = argv[0]
     ap = argparse.ArgumentParser(prog=f"bench/{mode}/run", description=__doc__,
@@ -518,6 +524,8 @@ def main(argv: list[str]) -> int:
         ap.add_argument("--warmup", type=float, default=5)
         ap.add_argument("--gap", type=float, default=2, help="s between repetitions once the cluster is whole")
         ap.add_argument("--timeout", type=float, default=60, help="s to wait for partition 0's acks")
+        ap.add_argument("--client-conf", action="append", default=[], metavar="K=V",
+                        help="librdkafka setting for the producer (repeatable), e.g. debug=metadata,msg")
         ap.add_argument("--rerender", action="store_true",
                         help="recompute <date>-failover.{json,md} from the ack logs kept in bench/work")
     else:
