@@ -67,11 +67,17 @@ def proc_cpu_s(pid: int) -> float | None:
         return None
 
 
-def make_cluster(target: str, workdir: Path, binary: Path):
+def make_cluster(target: str, workdir: Path, binary: Path, overrides: list[str] = ()):
+    """`overrides` (key=value) go to every Sluice process as `--override`: what-if runs with
+    non-default settings (the committed comparison uses none)."""
     workdir.mkdir(parents=True, exist_ok=True)
     if target == "kafka":
         return rf.KafkaCluster(workdir, NoFirewall())
-    return rf.SluiceCluster(workdir, NoFirewall(), binary)
+    cl = rf.SluiceCluster(workdir, NoFirewall(), binary)
+    for p in cl.procs.values():
+        for kv in overrides:
+            p.cmd += ["--override", kv]
+    return cl
 
 
 def leader_of(cl, topic: str, partition: int, exclude: str | None = None) -> int:
@@ -145,7 +151,7 @@ def acks_of(path: Path, partition: int) -> list[tuple[float, float, int]]:
 def failover_target(target: str, a, out: Path) -> dict:
     res: dict = {"target": target, "reps": [], "error": None}
     work = out / f"work-{target}"
-    cl = make_cluster(target, work, a.sluice_bin)
+    cl = make_cluster(target, work, a.sluice_bin, a.sluice_override)
     stop = work / "stop"
     acked = work / "acked.txt"
     prod = None
@@ -305,7 +311,7 @@ def failover_main(a, argv) -> int:
     out = REPO / "bench" / "work" / f"{a.date}-failover"
     out.mkdir(parents=True, exist_ok=True)
     res = {"command": "bench/failover/run " + " ".join(argv), "date": a.date, "rate": a.rate,
-           "client_conf": a.client_conf,
+           "client_conf": a.client_conf, "sluice_overrides": a.sluice_override,
            "partitions": a.partitions, "replication_factor": 3, "min_insync_replicas": 2,
            "host": host_info(), "targets": {}}
     for t in a.brokers.split(","):
@@ -333,6 +339,10 @@ def write_failover_md(res: dict, results: Path) -> None:
          "broker process is gone); *ack gap* is that stretch's length. At 50 records/s per partition "
          "(linger.ms=5) acks come ~20 ms apart in steady state. *new leader in Metadata*: first time a "
          "surviving broker's Metadata (polled every 50 ms) names another leader.", "",
+         *([f"Non-default Sluice settings (a what-if, not the defaults): "
+            f"{', '.join(f'`{x}`' for x in res['sluice_overrides'])}.", ""] if res.get("sluice_overrides") else []),
+         *([f"Producer settings added: {', '.join(f'`{x}`' for x in res['client_conf'])}.", ""]
+           if res.get("client_conf") else []),
          "| system | event | n | median | max | all | new leader in Metadata (median) |",
          "|---|---|---:|---:|---:|---|---:|"]
     for t, r in res["targets"].items():
@@ -526,6 +536,8 @@ def main(argv: list[str]) -> int:
         ap.add_argument("--timeout", type=float, default=60, help="s to wait for partition 0's acks")
         ap.add_argument("--client-conf", action="append", default=[], metavar="K=V",
                         help="librdkafka setting for the producer (repeatable), e.g. debug=metadata,msg")
+        ap.add_argument("--sluice-override", action="append", default=[], metavar="K=V",
+                        help="a setting for every Sluice process (repeatable): what-if runs only")
         ap.add_argument("--rerender", action="store_true",
                         help="recompute <date>-failover.{json,md} from the ack logs kept in bench/work")
     else:
