@@ -338,7 +338,8 @@ def write_failover_md(res: dict, results: Path) -> None:
          "successful delivery report (reports from 2 s before the signal until the first one after the "
          "broker process is gone); *ack gap* is that stretch's length. At 50 records/s per partition "
          "(linger.ms=5) acks come ~20 ms apart in steady state. *new leader in Metadata*: first time a "
-         "surviving broker's Metadata (polled every 50 ms) names another leader.", "",
+         "surviving broker's Metadata (polled every 50 ms) names another leader. *whole again*: from the victim's restart "
+         "(ready) until every broker reports every partition led with ISR = replicas.", "",
          *([f"Non-default Sluice settings (a what-if, not the defaults): "
             f"{', '.join(f'`{x}`' for x in res['sluice_overrides'])}.", ""] if res.get("sluice_overrides") else []),
          *([f"Producer settings added: {', '.join(f'`{x}`' for x in res['client_conf'])}.", ""]
