@@ -154,6 +154,7 @@ def failover_target(target: str, a, out: Path) -> dict:
     cl = make_cluster(target, work, a.sluice_bin, a.sluice_override)
     stop = work / "stop"
     acked = work / "acked.txt"
+    stop.unlink(missing_ok=True)  # left by an earlier run with the same --date
     prod = None
     try:
         log(f"{target}: starting 3 controllers + 3 brokers")
@@ -169,9 +170,15 @@ def failover_target(target: str, a, out: Path) -> dict:
                                  "--acked-file", str(acked), "--stop-file", str(stop),
                                  *[f"--client-conf={kv}" for kv in a.client_conf]],
                                 stdout=open(work / "producer.out", "w"), stderr=subprocess.STDOUT)
+        # Warm-up: --warmup seconds from partition 0's first ack (the producer's start, its
+        # InitProducerId and first Metadata take a while on a loaded host).
+        deadline = time.time() + 60
+        while not acks_of(acked, 0):
+            if time.time() > deadline or prod.poll() is not None:
+                raise RuntimeError(f"no acks on partition 0 within 60 s (producer exit {prod.poll()}): "
+                                   f"{(work / 'producer.out').read_text()[-2000:]}")
+            time.sleep(0.2)
         time.sleep(a.warmup)
-        if not acks_of(acked, 0):
-            raise RuntimeError(f"no acks on partition 0 after {a.warmup}s warm-up")
         kinds = ["kill", "term"] * a.reps
         for i, kind in enumerate(kinds):
             rep = failover_rep(cl, kind, acked, a)
