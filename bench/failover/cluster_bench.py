@@ -307,6 +307,7 @@ def failover_rerender(a) -> int:
             apply_outage(rep, acked)
         r["kill"] = summarise(r["reps"], "kill")
         r["term"] = summarise(r["reps"], "term")
+    res["rerendered"] = f"bench/failover/run --date {a.date} --rerender"
     path.write_text(json.dumps(res, indent=1) + "\n")
     write_failover_md(res, a.results)
     return 0
@@ -337,7 +338,9 @@ def fmt(x, unit="s"):
 
 def write_failover_md(res: dict, results: Path) -> None:
     L = [f"# Leader failover, 3+3 cluster, Sluice vs Apache Kafka 4.4 ({res['date']})", "",
-         f"Command: `{res['command']}` (inside `ip netns exec bench`).", "",
+         f"Command: `{res['command']}` (inside `ip netns exec bench`)."
+         + (f" Figures recomputed from the kept ack logs with `{res['rerendered']}`." if res.get("rerendered") else ""),
+         "",
          f"Topic: {res['partitions']} partitions, RF=3, min.insync.replicas=2. Producer: confluent-kafka "
          f"(librdkafka), acks=all, enable.idempotence=true, linger.ms=5, {res['rate']} records/s of 1000 B "
          "round-robin over the partitions, client defaults otherwise. Measured per repetition (*acked again*): "
@@ -486,7 +489,9 @@ def write_rf3_md(res: dict, results: Path) -> None:
             ("wall s", lambda r: r.get("wall_s"))]
     names = list(ts)
     L = [f"# RF=3 produce throughput, 3 Sluice vs 3 Kafka 4.4 brokers ({res['date']})", "",
-         f"Command: `{res['command']}` (inside `ip netns exec bench`).", "",
+         f"Command: `{res['command']}` (inside `ip netns exec bench`)."
+         + (f" Figures recomputed from the kept ack logs with `{res['rerendered']}`." if res.get("rerendered") else ""),
+         "",
          f"Kafka's ProducerPerformance 4.4.0, {res['records']:,} records of 1 KiB (after a discarded warm-up "
          "of a tenth of that), `--throughput -1`, 16 partitions, RF=3, min.insync.replicas=2, "
          + ", ".join(f"`{k}={v}`" for k, v in res["producer_props"].items()) +
