@@ -16,8 +16,8 @@ impl Log {
     /// most `max_segments` whole closed segments from the front — those past
     /// `retention_ms` (largest timestamp older than `now_ms - retention_ms`),
     /// those `retention_bytes` allows dropping, and those wholly below the
-    /// log start offset — oldest first, never the active segment nor one
-    /// with writes in flight. Moves the log start offset to the first
+    /// log start offset — oldest first, never the active segment, one
+    /// with writes in flight, nor one reaching past the high watermark. Moves the log start offset to the first
     /// remaining segment (checkpointed). Returns the number deleted.
     pub async fn run_retention(&self, now_ms: i64, max_segments: usize) -> Result<usize, LogError> {
         let doomed = {
@@ -36,6 +36,14 @@ impl Log {
                 now_ms,
             )
             .min(max_segments);
+            // Kafka's `deletableSegments`: never past the high watermark, so a record not yet
+            // committed (an acks=all produce still waiting, a follower's tail) is not deleted
+            // from under the replication that decides it.
+            let n = candidates
+                .iter()
+                .take(n)
+                .take_while(|c| c.next_base <= st.high_watermark)
+                .count();
             remove_front_segments(&mut st, n)
         };
         let n = doomed.len();

@@ -615,6 +615,7 @@ fn retention_and_delete_records_match_brute_force() {
                             brute_retention(&segs, total, log.log_start_offset(), &config, now)
                                 .min(max_segments);
                         let lso_before = log.log_start_offset();
+                        log.update_high_watermark(log.readable_end_offset());
                         let n = log.run_retention(now, max_segments).await.unwrap();
                         assert_eq!(n, expected, "seed {seed} step {step}");
                         deleted_total += n;
@@ -902,8 +903,13 @@ fn config_updates_apply_to_the_next_operation() {
             retention_ms: 5_000,
             ..small_config()
         });
-        // Every closed segment is past 5 s; the active one stays.
-        assert_eq!(log.run_retention(now, usize::MAX).await.unwrap(), 3);
+        // Every closed segment is past 5 s, but none is deleted past the high watermark: only
+        // what is committed goes (Kafka's rule). A leader alone in its ISR commits everything.
+        log.update_high_watermark(10);
+        assert_eq!(log.run_retention(now, usize::MAX).await.unwrap(), 1);
+        log.update_high_watermark(log.readable_end_offset());
+        // The active one stays.
+        assert_eq!(log.run_retention(now, usize::MAX).await.unwrap(), 2);
         assert_eq!(log.segment_bases(), vec![27]);
         assert_eq!(log.log_start_offset(), 27);
 
