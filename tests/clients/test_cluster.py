@@ -1,7 +1,7 @@
 """The local cluster of config/cluster: 3 controller processes (the quorum) + 3 broker processes,
 started with config/cluster/start from the config/cluster/*.toml files (cluster.py).
 
-1. Clients see one cluster: the Java AdminClient creates a 12-partition topic, `kcat -L` through
+1. Clients see one cluster: the Java AdminClient creates a 12-partition topic with 3 replicas, `kcat -L` through
    each broker lists brokers 4, 5, 6 and leaders spread 4/4/4; kcat produces 3,000 keyed messages
    through broker 1 and reads them all back through broker 3, each exactly once; describeCluster
    lists the 3 brokers.
@@ -135,9 +135,9 @@ def test_cluster_serves_kcat_and_java_admin(cluster, java_tool, tmp_path):
     topic, parts, count = "cl-spread", 12, 3000
     t0 = time.time()
     r = java_tool(["admin", "create", "--bootstrap", cluster.bootstrap, "--topic", topic,
-                   "--partitions", str(parts), "--replication", "1"], logdir=tmp_path, quick=True, timeout=120)
+                   "--partitions", str(parts), "--replication", "3"], logdir=tmp_path, quick=True, timeout=120)
     assert f"created {topic} partitions={parts}" in r.stdout, r.stdout
-    print(f"\nJava AdminClient created {topic} ({parts} partitions, RF 1) with leaders in {time.time() - t0:.2f}s")
+    print(f"\nJava AdminClient created {topic} ({parts} partitions, RF 3) with leaders in {time.time() - t0:.2f}s")
 
     for b in BROKERS:
         def spread(b=b):
@@ -437,7 +437,10 @@ def test_killed_broker_is_fenced_and_returns(cluster, tmp_path):
     vid = cluster.node_ids[victim]
     admin = KafkaAdminClient(bootstrap_servers=cluster.bootstrap, request_timeout_ms=15000)
     try:
-        admin.create_topics([NewTopic(topic, num_partitions=parts, replication_factor=1)], timeout_ms=15000)
+        # One replica, so that the kill leaves its partitions leaderless (the cluster's files ask
+        # min.insync.replicas=2 of replicated topics; one replica can only ever have one).
+        admin.create_topics([NewTopic(topic, num_partitions=parts, replication_factor=1,
+                                      topic_configs={"min.insync.replicas": "1"})], timeout_ms=15000)
     finally:
         admin.close()
 
