@@ -147,7 +147,9 @@ def admin(a) -> dict:
     topics = [t for t in (a.topics or "").split(",") if t]
     if a.op == "create":
         configs = dict(kv.split("=", 1) for kv in (a.configs or "").split(",") if kv)
-        futs = ac.create_topics([NewTopic(t, a.partitions, 1, config=configs) for t in topics],
+        # The broker's default replication factor: 1 on a single node, 3 on config/cluster (whose
+        # min.insync.replicas=2 refuses acks=all on a topic with one replica).
+        futs = ac.create_topics([NewTopic(t, a.partitions, -1, config=configs) for t in topics],
                                 operation_timeout=20, request_timeout=30)
     elif a.op == "delete":
         futs = ac.delete_topics(topics, operation_timeout=20, request_timeout=30)
