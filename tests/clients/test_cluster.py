@@ -850,6 +850,11 @@ def test_automatic_leader_rebalance(cluster, tmp_path):
             while alive(pid) and time.time() - t0 < 15:
                 time.sleep(0.01)
             assert not alive(pid), f"{name} still running after SIGTERM"
+            # Its threads may still hold the controller listener (bound without SO_REUSEPORT) a
+            # moment after the main thread is gone: wait until the port is free.
+            while harness.port_open(cluster.ports[name]) and time.time() - t0 < 15:
+                time.sleep(0.01)
+            assert not harness.port_open(cluster.ports[name]), f"{name}'s port still open after SIGTERM"
             cluster.killed.add(name)
             offset = cluster.restart(name, overrides)
             cluster.wait_line(name, READY, offset, 60, "(ready after restart)")

@@ -2,7 +2,8 @@
 `kafka-leader-election` and raw requests: a partition led by its preferred replica needs no
 election (preferred, or unclean since it has a leader), --all-topic-partitions answers only the
 partitions that needed one (none here), an unknown topic or partition is refused with Kafka's code
-and message, and an unknown election type fails the whole request with INVALID_REQUEST. The same
+and message, an unknown election type fails the whole request with INVALID_REQUEST and a
+timeout_ms of 0 with REQUEST_TIMED_OUT. The same
 tests pass against Apache Kafka (SLUICE_TARGET=kafka), which is how the outputs are known to
 match. The elections that move leadership are in test_cluster.py (they need replicas)."""
 
@@ -18,6 +19,7 @@ from kafka.admin import KafkaAdminClient, NewTopic
 TOPIC = "el-one"
 ELECT_LEADERS = 43
 INVALID_REQUEST = 42
+REQUEST_TIMED_OUT = 7
 
 
 @pytest.fixture(scope="module")
@@ -68,11 +70,11 @@ def test_unknown_topics_and_partitions_are_refused(topic, elect, name, partition
     assert "1 replica(s) could not be elected" in r.stderr, r.stderr
 
 
-def _elect_v2(broker, election_type: int, topics: list[tuple[str, list[int]]] | None):
+def _elect_v2(broker, election_type: int, topics: list[tuple[str, list[int]]] | None, timeout_ms: int = 30000):
     items = None if topics is None else [
         wire.cstring(t) + wire.uvarint(len(ps) + 1) + b"".join(struct.pack(">i", p) for p in ps) + b"\x00"
         for t, ps in topics]
-    body = struct.pack(">b", election_type) + wire.carray(items) + struct.pack(">i", 30000) + b"\x00"
+    body = struct.pack(">b", election_type) + wire.carray(items) + struct.pack(">i", timeout_ms) + b"\x00"
     r = wire.call(broker, ELECT_LEADERS, 2, body)
     throttle, error = r.take("i"), r.take("h")
 
@@ -107,3 +109,10 @@ def test_the_raw_answer_groups_partitions_per_requested_topic(broker, topic):
                  (0, 84, "Leader election not needed for topic partition.")]),
         ("el-nope", [(3, 3, "No such topic as el-nope")]),
     ]
+
+
+def test_a_request_whose_timeout_has_passed_times_out(broker, topic):
+    """timeout_ms is the controller's deadline: 0 has passed before the election is decided."""
+    error, results = _elect_v2(broker, 0, [(topic, [0])], timeout_ms=0)
+    assert error == REQUEST_TIMED_OUT, (error, results)
+    assert [(t, [p[:2] for p in ps]) for t, ps in results] == [(topic, [(0, REQUEST_TIMED_OUT)])], results

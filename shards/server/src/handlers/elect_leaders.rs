@@ -1,7 +1,8 @@
 //! ElectLeaders (key 43): preferred (KIP-183) and unclean (KIP-460) leader elections. The
 //! active controller decides each partition (`partition_change::elect_leaders`, Kafka's
 //! `ReplicationControlManager.electLeaders`); this handler checks the election type, bounds the
-//! wait by `timeout_ms` and groups the outcomes per topic as Kafka answers them.
+//! wait by `timeout_ms` (0 or less: timed out at once) and groups the outcomes per topic as Kafka
+//! answers them.
 
 use std::time::Duration;
 
@@ -45,8 +46,12 @@ pub async fn handle(
             .collect()
     });
     // Kafka gives the controller's write the request's deadline: a request still waiting when
-    // it passes fails as a whole with REQUEST_TIMED_OUT.
-    let deadline = Duration::from_millis(u64::try_from(request.timeout_ms.max(0)).unwrap_or(0));
+    // it passes fails as a whole with REQUEST_TIMED_OUT. A deadline of now or earlier has passed
+    // before any controller could decide (Kafka's event queue times such a write out first).
+    let Ok(timeout_ms @ 1..) = u64::try_from(request.timeout_ms) else {
+        return failed(&request, ErrorCode::REQUEST_TIMED_OUT, None);
+    };
+    let deadline = Duration::from_millis(timeout_ms);
     let decided = futures_lite::future::or(
         async { Some(controller_client::elect_leaders(&ctx.mesh, election_type, topics).await) },
         async {
