@@ -430,6 +430,11 @@ fn controller_settings(config: &BrokerConfig) -> ControllerSettings {
         delete_topic_enable: config.delete_topic_enable,
         partitions_max: config.sluice_broker_partitions_max,
         unclean_leader_election_enable: config.unclean_leader_election_enable,
+        leader_imbalance_check_interval: config.auto_leader_rebalance_enable.then(|| {
+            Duration::from_secs(
+                u64::try_from(config.leader_imbalance_check_interval_seconds).unwrap_or(1),
+            )
+        }),
     }
 }
 

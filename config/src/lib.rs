@@ -209,6 +209,14 @@ pub struct BrokerConfig {
     /// `unclean.leader.election.enable`: topics without the override may elect a leader
     /// outside the ISR when no ISR member is live (losing what only the ISR had).
     pub unclean_leader_election_enable: bool,
+    /// `auto.leader.rebalance.enable`: the active controller moves leadership back to the
+    /// preferred replicas every `leader.imbalance.check.interval.seconds`.
+    pub auto_leader_rebalance_enable: bool,
+    /// `leader.imbalance.check.interval.seconds`.
+    pub leader_imbalance_check_interval_seconds: i64,
+    /// `leader.imbalance.per.broker.percentage`: accepted and described; as in KRaft, the
+    /// controller rebalances on any imbalance and does not consult it.
+    pub leader_imbalance_per_broker_percentage: i32,
     /// `producer.id.expiration.ms`: a partition forgets an idle producer id after this long.
     pub producer_id_expiration_ms: i64,
     /// `replica.fetch.max.bytes`: bytes a follower asks per partition in one Fetch (the leader
@@ -397,6 +405,9 @@ impl BrokerConfig {
             auto_create_topics_enable: true,
             delete_topic_enable: true,
             unclean_leader_election_enable: false,
+            auto_leader_rebalance_enable: true,
+            leader_imbalance_check_interval_seconds: 300,
+            leader_imbalance_per_broker_percentage: 10,
             producer_id_expiration_ms: 86_400_000,
             replica_fetch_max_bytes: 1_048_576,
             replica_fetch_response_max_bytes: 10_485_760,

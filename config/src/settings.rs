@@ -317,6 +317,30 @@ pub static SETTINGS: &[Setting] = &[
         },
     },
     Setting {
+        name: "auto.leader.rebalance.enable",
+        doc: "The active controller moves leadership back to preferred replicas every leader.imbalance.check.interval.seconds.",
+        apply: |c, v| {
+            c.auto_leader_rebalance_enable = boolean(v)?;
+            Ok(())
+        },
+    },
+    Setting {
+        name: "leader.imbalance.check.interval.seconds",
+        doc: "How often the active controller looks for partitions not led by their preferred replica.",
+        apply: |c, v| {
+            c.leader_imbalance_check_interval_seconds = int_in(v, 1, i64::MAX / 1_000_000_000)?;
+            Ok(())
+        },
+    },
+    Setting {
+        name: "leader.imbalance.per.broker.percentage",
+        doc: "Kafka's imbalance ratio per broker; accepted and described, unused as by KRaft's controller (any imbalance is corrected).",
+        apply: |c, v| {
+            c.leader_imbalance_per_broker_percentage = int_in(v, i32::MIN as i64, i32::MAX as i64)? as i32;
+            Ok(())
+        },
+    },
+    Setting {
         name: "producer.id.expiration.ms",
         doc: "How long a partition keeps an idle idempotent producer's state (epoch, last sequences).",
         apply: |c, v| {

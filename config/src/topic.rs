@@ -431,6 +431,14 @@ fn broker_setting_value(c: &BrokerConfig, name: &str) -> (Option<String>, Config
         "unclean.leader.election.enable" => {
             (s(c.unclean_leader_election_enable.to_string()), Boolean)
         }
+        "auto.leader.rebalance.enable" => (s(c.auto_leader_rebalance_enable.to_string()), Boolean),
+        "leader.imbalance.check.interval.seconds" => (
+            s(c.leader_imbalance_check_interval_seconds.to_string()),
+            Long,
+        ),
+        "leader.imbalance.per.broker.percentage" => {
+            (s(c.leader_imbalance_per_broker_percentage.to_string()), Int)
+        }
         "producer.id.expiration.ms" => (s(c.producer_id_expiration_ms.to_string()), Int),
         "replica.fetch.max.bytes" => (s(c.replica_fetch_max_bytes.to_string()), Int),
         "replica.fetch.response.max.bytes" => {

@@ -200,9 +200,10 @@ class Cluster:
             time.sleep(0.01)
         return t
 
-    def restart(self, name: str) -> int:
+    def restart(self, name: str, overrides: tuple[str, ...] = ()) -> int:
         """Start one process again as config/cluster/start does (same command line and data dir),
-        appending to its log. Returns the log offset where this run's output starts."""
+        appending to its log; `overrides` ("key=value") are added as further --override. Returns
+        the log offset where this run's output starts."""
         assert not self.running(name), f"{name} is still running"
         self.restarts[name] += 1
         log = self.log_path(name)
@@ -215,7 +216,8 @@ class Cluster:
         env = dict(os.environ)
         env.setdefault("RUST_BACKTRACE", "1")
         p = subprocess.Popen([str(self.binary), "--config", str(CLUSTER_DIR / f"{name}.toml"),
-                              "--override", f"log.dirs={self.data / name}"],
+                              "--override", f"log.dirs={self.data / name}",
+                              *(a for o in overrides for a in ("--override", o))],
                              stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
                              start_new_session=True)
         out.close()

@@ -42,6 +42,7 @@ TOOLS = {
     "kafka-transactions": "org.apache.kafka.tools.TransactionsCommand",
     "kafka-features": "org.apache.kafka.tools.FeatureCommand",
     "kafka-metadata-quorum": "org.apache.kafka.tools.MetadataQuorumCommand",
+    "kafka-leader-election": "org.apache.kafka.tools.LeaderElectionCommand",
 }
 
 

@@ -735,6 +735,157 @@ def test_rf3_acks_all_loses_nothing_when_a_leader_is_killed(cluster):
     print(f"restarted {victim}: back in every ISR after {in_sync_s:.1f}s")
 
 
+# ------------------------------------------------------------------------------------------ 7
+
+def _replicas_isr_leader(md: dict) -> dict:
+    """(topic, partition) -> (replicas, isr, leader) of every topic in kcat -L -J output."""
+    return {(t["topic"], p["partition"]): ([r["id"] for r in p.get("replicas", [])],
+                                           sorted(r["id"] for r in p.get("isrs", [])), p.get("leader", -1))
+            for t in md.get("topics", []) for p in t.get("partitions", [])}
+
+
+def _bounce_and_rejoin(cluster, victim: str, topic: str, parts: int):
+    """SIGTERM `victim`, wait until its leaderships of `topic` have moved, restart it and wait until
+    it is back in every ISR of `topic`; returns the partitions it prefers (first replica) and no
+    longer leads."""
+    vid = cluster.node_ids[victim]
+    pid = cluster.pid(victim)
+    os.kill(pid, signal.SIGTERM)
+    t0 = time.time()
+    while alive(pid) and time.time() - t0 < 15:
+        time.sleep(0.01)
+    assert not alive(pid), f"{victim} still running after SIGTERM"
+    cluster.killed.add(victim)
+    offset = cluster.restart(victim)
+    cluster.wait_line(victim, READY, offset, 60, "(ready after restart)")
+
+    def rejoined():
+        md = cluster.kcat_metadata("broker-2" if victim != "broker-2" else "broker-3", topic)
+        isrs = _isrs(md, topic)
+        assert len(isrs) == parts and all(i == BROKER_IDS for i in isrs.values()), isrs
+        return md
+    md, _ = _eventually(rejoined, f"{victim} back in every ISR of {topic}", 60)
+    state = _replicas_isr_leader(md)
+    return sorted(p for (t, p), (replicas, _, leader) in state.items()
+                  if t == topic and replicas[0] == vid and leader != vid)
+
+
+def _elected(stdout: str) -> set[str]:
+    """The partitions of kafka-leader-election's success line (the only line expected)."""
+    prefix = "Successfully completed leader election (PREFERRED) for partitions "
+    lines = stdout.splitlines()
+    assert len(lines) == 1 and lines[0].startswith(prefix), stdout
+    return set(lines[0][len(prefix):].split(", "))
+
+
+def test_preferred_leader_election_brings_leadership_back(cluster, tmp_path):
+    """A broker restarted (SIGTERM, then started again) is back in every ISR of an RF=3 topic but
+    leads none of its partitions. Kafka 4.4's `kafka-leader-election --election-type preferred
+    --topic T --partition P` makes it lead P again ("Successfully completed leader election
+    (PREFERRED) for partitions T-P"), and a second run answers "Valid replica already elected".
+    After another restart, `--all-topic-partitions` elects exactly the partitions of every topic
+    whose first replica is in the ISR and does not lead; afterwards every partition of the cluster
+    is led by its first replica."""
+    kafka_cli.ensure_tools_libs()
+    topic, parts = "cl-elect", 3
+    r = kafka_cli.run("kafka-topics", "--bootstrap-server", cluster.bootstrap, "--create", "--topic", topic,
+                      "--partitions", str(parts), "--replication-factor", "3", logdir=tmp_path)
+    assert r.stdout.strip() == f"Created topic {topic}.", (r.stdout, r.stderr)
+
+    def elect(*args, check=True):
+        return kafka_cli.run("kafka-leader-election", "--bootstrap-server", cluster.bootstrap,
+                             "--election-type", "preferred", *args, logdir=tmp_path, check=check)
+
+    victim = "broker-3"
+    vid = cluster.node_ids[victim]
+    moved = _bounce_and_rejoin(cluster, victim, topic, parts)
+    assert moved, f"{victim} still leads its preferred partitions of {topic} after its restart"
+    p = moved[0]
+    r = elect("--topic", topic, "--partition", str(p))
+    assert r.stdout == f"Successfully completed leader election (PREFERRED) for partitions {topic}-{p}\n", r
+
+    def leads():
+        leader = partition_leaders(cluster.kcat_metadata("broker-1", topic), topic)[p]
+        assert leader == vid, f"{topic}-{p} led by {leader}"
+        return leader
+    _eventually(leads, f"{victim} leading {topic}-{p} again", 10)
+    r = elect("--topic", topic, "--partition", str(p))
+    assert r.stdout == f"Valid replica already elected for partitions {topic}-{p}\n", r
+    print(f"\n{victim} restarted, back in the ISRs leading none of {moved}; elected for {topic}-{p}")
+
+    moved = _bounce_and_rejoin(cluster, victim, topic, parts)
+    assert moved, f"{victim} still leads its preferred partitions of {topic} after its restart"
+
+    def settled():
+        state = _replicas_isr_leader(cluster.kcat_metadata("broker-1"))
+        # Only partitions whose first replica is in the ISR can be elected; wait until every
+        # replica has caught up so that the set below is exactly what the election changes.
+        assert all(sorted(replicas) == isr for replicas, isr, _ in state.values()), state
+        return state
+    state, _ = _eventually(settled, "every ISR complete", 60)
+    expected = {f"{t}-{p}" for (t, p), (replicas, _, leader) in state.items() if leader != replicas[0]}
+    assert {f"{topic}-{p}" for p in moved} <= expected, (moved, expected)
+    r = elect("--all-topic-partitions")
+    assert _elected(r.stdout) == expected, (r.stdout, expected)
+
+    def balanced():
+        state = _replicas_isr_leader(cluster.kcat_metadata("broker-1"))
+        assert all(leader == replicas[0] for replicas, _, leader in state.values()), state
+        return state
+    _eventually(balanced, "every partition led by its first replica", 10)
+    r = elect("--all-topic-partitions")
+    assert r.stdout == "", r
+    print(f"--all-topic-partitions elected {sorted(expected)}")
+
+
+def test_automatic_leader_rebalance(cluster, tmp_path):
+    """auto.leader.rebalance.enable (true by default) with leader.imbalance.check.interval.seconds
+    shortened to 1 (the controllers restarted one at a time with the override): a broker
+    restarted leads its preferred partitions again without any request, once it is back in their
+    ISRs. The controllers are restarted without the override afterwards."""
+    topic, parts = "cl-elect", 3
+
+    def restart_controllers(overrides):
+        for name in CONTROLLERS:
+            pid = cluster.pid(name)
+            os.kill(pid, signal.SIGTERM)
+            t0 = time.time()
+            while alive(pid) and time.time() - t0 < 15:
+                time.sleep(0.01)
+            assert not alive(pid), f"{name} still running after SIGTERM"
+            # Its threads may still hold the controller listener (bound without SO_REUSEPORT) a
+            # moment after the main thread is gone: wait until the port is free.
+            while harness.port_open(cluster.ports[name]) and time.time() - t0 < 15:
+                time.sleep(0.01)
+            assert not harness.port_open(cluster.ports[name]), f"{name}'s port still open after SIGTERM"
+            cluster.killed.add(name)
+            offset = cluster.restart(name, overrides)
+            cluster.wait_line(name, READY, offset, 60, "(ready after restart)")
+            cluster.active_controller(30)
+
+    restart_controllers(("leader.imbalance.check.interval.seconds=1",))
+    try:
+        victim = "broker-2"
+        vid = cluster.node_ids[victim]
+        preferred = sorted(p for (t, p), (replicas, _, _) in
+                           _replicas_isr_leader(cluster.kcat_metadata("broker-1", topic)).items()
+                           if t == topic and replicas[0] == vid)
+        assert preferred, f"{victim} is the first replica of no partition of {topic}"
+        t0 = time.time()
+        _bounce_and_rejoin(cluster, victim, topic, parts)
+        rejoined_s = time.time() - t0
+
+        def leads_again():
+            leaders = partition_leaders(cluster.kcat_metadata("broker-1", topic), topic)
+            assert all(leaders[p] == vid for p in preferred), leaders
+            return leaders
+        _, took_s = _eventually(leads_again, f"{victim} leading {topic} {preferred} again by itself", 15)
+        print(f"\n{victim} restarted and back in the ISRs after {rejoined_s:.1f}s; leading {preferred} again "
+              f"{took_s:.1f}s later with leader.imbalance.check.interval.seconds=1")
+    finally:
+        restart_controllers(())
+
+
 # ------------------------------------------------------------------------------------------ 4
 
 def test_sigterm_ends_a_broker_whose_controllers_are_gone(cluster):

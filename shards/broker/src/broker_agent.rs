@@ -345,6 +345,28 @@ impl BrokerAgent {
                 };
                 let _ = work.reply.send(result);
             }
+            ControllerMessage::ElectLeaders(work) => {
+                let request = ControllerRequest::ElectLeaders {
+                    election_type: work.election_type,
+                    topics: work.topics,
+                };
+                let result = match self.forward(&request).await {
+                    Ok(ControllerResponse::ElectLeaders {
+                        result,
+                        metadata_offset,
+                    }) => {
+                        // Answer once this broker's image has the new leaders, so that a
+                        // client describing the topic right after sees them.
+                        if result.is_ok() && metadata_offset > 0 {
+                            self.wait_applied(metadata_offset).await;
+                        }
+                        result
+                    }
+                    Ok(_) => Err(MetadataError::ControllerNotAvailable),
+                    Err(error) => Err(error),
+                };
+                let _ = work.reply.send(result);
+            }
         }
     }
 

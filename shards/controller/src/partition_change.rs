@@ -19,7 +19,8 @@
 
 use sluice_protocol::error::ErrorCode;
 use sluice_shard::{
-    AlterPartitionItem, AlterPartitionOutcome, MetadataError, PartitionImage, TopicImage,
+    AlterPartitionItem, AlterPartitionOutcome, ElectionOutcome, ElectionTopic, MetadataError,
+    PartitionImage, TopicImage, ELECTION_TYPE_UNCLEAN,
 };
 
 use crate::metadata_state::MetadataState;
@@ -246,6 +247,160 @@ pub fn alter_partition(
         isr,
     };
     Ok((outcome, Some(record)))
+}
+
+/// Most preferred-leader elections one automatic rebalance commits (Kafka's
+/// `QuorumController.MAX_ELECTIONS_PER_IMBALANCE`); the rest wait for the next round, which
+/// then comes at once.
+pub const ELECTIONS_PER_IMBALANCE_MAX: usize = 1_000;
+
+/// Kafka's message for ELECTION_NOT_NEEDED (`ElectionNotNeededException`).
+const ELECTION_NOT_NEEDED_MESSAGE: &str = "Leader election not needed for topic partition.";
+/// Kafka's message for PREFERRED_LEADER_NOT_AVAILABLE.
+const PREFERRED_LEADER_NOT_AVAILABLE_MESSAGE: &str = "The preferred leader was not available.";
+/// Kafka's message for ELIGIBLE_LEADERS_NOT_AVAILABLE.
+const ELIGIBLE_LEADERS_NOT_AVAILABLE_MESSAGE: &str =
+    "Eligible topic partition leaders are not available.";
+
+/// PartitionChangeBuilder's preferred election: the first replica if it is in the ISR and
+/// usable; else the current leader if it still can lead; else the first usable ISR member in
+/// replica order; else no leader.
+fn elect_preferred(p: &PartitionImage, usable: &impl Fn(i32) -> bool) -> i32 {
+    let can_lead = |id: i32| id >= 0 && p.isr.contains(&id) && usable(id);
+    match p.replicas.first() {
+        Some(preferred) if can_lead(*preferred) => *preferred,
+        _ if can_lead(p.leader) => p.leader,
+        _ => p
+            .replicas
+            .iter()
+            .copied()
+            .find(|id| can_lead(*id))
+            .unwrap_or(-1),
+    }
+}
+
+/// Kafka's `ReplicationControlManager.electLeader` for one partition: the record to commit,
+/// or the partition's error and Kafka's message for it.
+fn elect_leader(
+    state: &MetadataState,
+    topic_name: &str,
+    partition: i32,
+    unclean: bool,
+) -> Result<MetadataRecord, (ErrorCode, String)> {
+    let Some(topic) = state.image.topic(topic_name) else {
+        return Err((
+            ErrorCode::UNKNOWN_TOPIC_OR_PARTITION,
+            format!("No such topic as {topic_name}"),
+        ));
+    };
+    let Some(p) = topic.partition(partition) else {
+        return Err((
+            ErrorCode::UNKNOWN_TOPIC_OR_PARTITION,
+            format!("No such partition as {topic_name}-{partition}"),
+        ));
+    };
+    let not_needed = if unclean {
+        p.leader >= 0
+    } else {
+        p.replicas.first() == Some(&p.leader)
+    };
+    if not_needed {
+        return Err((
+            ErrorCode::ELECTION_NOT_NEEDED,
+            ELECTION_NOT_NEEDED_MESSAGE.to_string(),
+        ));
+    }
+    let usable = |id: i32| unfenced(state, id);
+    let (leader, isr) = if unclean {
+        elect(p, p.isr.clone(), &usable, true)
+    } else {
+        (elect_preferred(p, &usable), p.isr.clone())
+    };
+    match change(topic, p, leader, isr) {
+        Some(record) if leader >= 0 => Ok(record),
+        _ if unclean => Err((
+            ErrorCode::ELIGIBLE_LEADERS_NOT_AVAILABLE,
+            ELIGIBLE_LEADERS_NOT_AVAILABLE_MESSAGE.to_string(),
+        )),
+        _ => Err((
+            ErrorCode::PREFERRED_LEADER_NOT_AVAILABLE,
+            PREFERRED_LEADER_NOT_AVAILABLE_MESSAGE.to_string(),
+        )),
+    }
+}
+
+/// ElectLeaders (Kafka's `ReplicationControlManager.electLeaders`): one outcome per partition
+/// asked, in request order, and one PartitionChange per elected partition (a partition named
+/// twice is elected once). `topics` `None` means every partition of every topic; then, as
+/// Kafka, partitions whose election was not needed are left out of the answer.
+pub fn elect_leaders(
+    state: &MetadataState,
+    election_type: u8,
+    topics: Option<&[ElectionTopic]>,
+) -> (Vec<ElectionOutcome>, Vec<MetadataRecord>) {
+    let unclean = election_type == ELECTION_TYPE_UNCLEAN;
+    let mut outcomes = Vec::new();
+    let mut records: Vec<MetadataRecord> = Vec::new();
+    let mut decide = |topic: &str, partition: i32, all: bool| {
+        let (error, message) = match elect_leader(state, topic, partition, unclean) {
+            Ok(record) => {
+                if !records.contains(&record) {
+                    records.push(record);
+                }
+                (ErrorCode::NONE, None)
+            }
+            Err((ErrorCode::ELECTION_NOT_NEEDED, _)) if all => return,
+            Err((error, message)) => (error, Some(message)),
+        };
+        outcomes.push(ElectionOutcome {
+            topic: topic.to_string(),
+            partition,
+            error,
+            message,
+        });
+    };
+    match topics {
+        Some(topics) => {
+            for topic in topics {
+                for partition in &topic.partitions {
+                    decide(&topic.topic, *partition, false);
+                }
+            }
+        }
+        None => {
+            for topic in state.image.topics.values() {
+                for p in &topic.partitions {
+                    decide(&topic.name, p.partition, true);
+                }
+            }
+        }
+    }
+    (outcomes, records)
+}
+
+/// The automatic leader rebalance (`auto.leader.rebalance.enable`; Kafka's
+/// `ReplicationControlManager.maybeBalancePartitionLeaders`): a preferred election for each
+/// partition not led by its first replica, at most [`ELECTIONS_PER_IMBALANCE_MAX`] of them.
+/// The second value tells whether some were left for another round. As KRaft's controller,
+/// any imbalance counts (`leader.imbalance.per.broker.percentage` is not consulted).
+pub fn balance_leaders(state: &MetadataState) -> (Vec<MetadataRecord>, bool) {
+    let usable = |id: i32| unfenced(state, id);
+    let mut records = Vec::new();
+    for topic in state.image.topics.values() {
+        for p in &topic.partitions {
+            if p.replicas.first() == Some(&p.leader) {
+                continue;
+            }
+            if records.len() >= ELECTIONS_PER_IMBALANCE_MAX {
+                return (records, true);
+            }
+            let leader = elect_preferred(p, &usable);
+            if leader >= 0 {
+                records.extend(change(topic, p, leader, p.isr.clone()));
+            }
+        }
+    }
+    (records, false)
 }
 
 #[cfg(test)]
@@ -588,5 +743,196 @@ mod tests {
             ),
             (1, 5, 0, vec![1, 2, 3])
         );
+    }
+
+    fn asked(partitions: &[i32]) -> Vec<ElectionTopic> {
+        vec![ElectionTopic {
+            topic: "t".into(),
+            partitions: partitions.to_vec(),
+        }]
+    }
+
+    fn codes(outcomes: &[ElectionOutcome]) -> Vec<(i32, ErrorCode)> {
+        outcomes.iter().map(|o| (o.partition, o.error)).collect()
+    }
+
+    #[test]
+    fn a_preferred_election_moves_leadership_back_to_the_first_replica() {
+        // 0: led by 2, preferred 1 live and in the ISR -> elected, leader epoch 6.
+        // 1: already led by its preferred replica -> ELECTION_NOT_NEEDED.
+        // 2: preferred 4 fenced -> PREFERRED_LEADER_NOT_AVAILABLE.
+        // 3: preferred 3 live but out of the ISR -> PREFERRED_LEADER_NOT_AVAILABLE.
+        let state = cluster(
+            &[
+                (vec![1, 2, 3], vec![1, 2, 3], 2),
+                (vec![2, 3, 1], vec![2, 3, 1], 2),
+                (vec![4, 1, 2], vec![4, 1, 2], 1),
+                (vec![3, 1, 2], vec![1, 2], 1),
+            ],
+            &[],
+        );
+        let (outcomes, records) = elect_leaders(&state, 0, Some(&asked(&[0, 1, 2, 3])));
+        assert_eq!(
+            codes(&outcomes),
+            vec![
+                (0, ErrorCode::NONE),
+                (1, ErrorCode::ELECTION_NOT_NEEDED),
+                (2, ErrorCode::PREFERRED_LEADER_NOT_AVAILABLE),
+                (3, ErrorCode::PREFERRED_LEADER_NOT_AVAILABLE),
+            ]
+        );
+        assert_eq!(outcomes[0].message, None);
+        assert_eq!(
+            outcomes[1].message.as_deref(),
+            Some("Leader election not needed for topic partition.")
+        );
+        assert_eq!(
+            outcomes[2].message.as_deref(),
+            Some("The preferred leader was not available.")
+        );
+        assert_eq!(records, vec![pc(0, 1, 6, vec![1, 2, 3])]);
+    }
+
+    #[test]
+    fn a_preferred_election_of_a_leaderless_partition_takes_the_next_isr_member() {
+        // Preferred 4 is fenced; the partition has no leader: PartitionChangeBuilder's preferred
+        // election still elects the first usable ISR member, and reports success.
+        let state = cluster(&[(vec![4, 2, 3], vec![4, 2], -1)], &[]);
+        let (outcomes, records) = elect_leaders(&state, 0, Some(&asked(&[0])));
+        assert_eq!(codes(&outcomes), vec![(0, ErrorCode::NONE)]);
+        assert_eq!(records, vec![pc(0, 2, 6, vec![4, 2])]);
+        // With no usable ISR member at all, nothing is elected.
+        let state = cluster(&[(vec![4, 2, 3], vec![4], -1)], &[]);
+        let (outcomes, records) = elect_leaders(&state, 0, Some(&asked(&[0])));
+        assert_eq!(
+            codes(&outcomes),
+            vec![(0, ErrorCode::PREFERRED_LEADER_NOT_AVAILABLE)]
+        );
+        assert!(records.is_empty());
+    }
+
+    #[test]
+    fn an_unclean_election_only_fills_a_partition_without_a_leader() {
+        // 0: has a leader -> ELECTION_NOT_NEEDED (even though it is not the preferred one).
+        // 1: no leader, ISR {4} fenced, replica 2 live -> 2 leads alone in the ISR.
+        // 2: no leader, live ISR member 3 -> 3 leads, ISR kept.
+        // 3: no leader, no live replica at all -> ELIGIBLE_LEADERS_NOT_AVAILABLE.
+        let state = cluster(
+            &[
+                (vec![1, 2, 3], vec![1, 2, 3], 2),
+                (vec![4, 2], vec![4], -1),
+                (vec![4, 3], vec![4, 3], -1),
+                (vec![4], vec![4], -1),
+            ],
+            &[],
+        );
+        let (outcomes, records) = elect_leaders(&state, 1, Some(&asked(&[0, 1, 2, 3])));
+        assert_eq!(
+            codes(&outcomes),
+            vec![
+                (0, ErrorCode::ELECTION_NOT_NEEDED),
+                (1, ErrorCode::NONE),
+                (2, ErrorCode::NONE),
+                (3, ErrorCode::ELIGIBLE_LEADERS_NOT_AVAILABLE),
+            ]
+        );
+        assert_eq!(
+            outcomes[3].message.as_deref(),
+            Some("Eligible topic partition leaders are not available.")
+        );
+        assert_eq!(records, vec![pc(1, 2, 6, vec![2]), pc(2, 3, 6, vec![4, 3])]);
+    }
+
+    #[test]
+    fn unknown_topics_and_partitions_are_refused_with_kafkas_messages() {
+        let state = cluster(&[(vec![1, 2, 3], vec![1, 2, 3], 2)], &[]);
+        let topics = vec![
+            ElectionTopic {
+                topic: "nope".into(),
+                partitions: vec![0],
+            },
+            ElectionTopic {
+                topic: "t".into(),
+                partitions: vec![7, -1, 0, 0],
+            },
+        ];
+        let (outcomes, records) = elect_leaders(&state, 0, Some(&topics));
+        let seen: Vec<(&str, i32, ErrorCode, Option<&str>)> = outcomes
+            .iter()
+            .map(|o| (o.topic.as_str(), o.partition, o.error, o.message.as_deref()))
+            .collect();
+        let unknown = ErrorCode::UNKNOWN_TOPIC_OR_PARTITION;
+        assert_eq!(
+            seen,
+            vec![
+                ("nope", 0, unknown, Some("No such topic as nope")),
+                ("t", 7, unknown, Some("No such partition as t-7")),
+                ("t", -1, unknown, Some("No such partition as t--1")),
+                ("t", 0, ErrorCode::NONE, None),
+                ("t", 0, ErrorCode::NONE, None),
+            ]
+        );
+        // Named twice, elected once.
+        assert_eq!(records, vec![pc(0, 1, 6, vec![1, 2, 3])]);
+    }
+
+    #[test]
+    fn electing_every_partition_answers_only_those_that_needed_it() {
+        let state = cluster(
+            &[
+                (vec![1, 2, 3], vec![1, 2, 3], 2),
+                (vec![2, 3, 1], vec![2, 3, 1], 2),
+                (vec![4, 1, 2], vec![4, 1, 2], 1),
+            ],
+            &[],
+        );
+        let (outcomes, records) = elect_leaders(&state, 0, None);
+        assert_eq!(
+            codes(&outcomes),
+            vec![
+                (0, ErrorCode::NONE),
+                (2, ErrorCode::PREFERRED_LEADER_NOT_AVAILABLE)
+            ]
+        );
+        assert_eq!(records, vec![pc(0, 1, 6, vec![1, 2, 3])]);
+    }
+
+    #[test]
+    fn the_automatic_rebalance_elects_every_available_preferred_leader() {
+        let state = cluster(
+            &[
+                (vec![1, 2, 3], vec![1, 2, 3], 2),
+                (vec![2, 3, 1], vec![2, 3, 1], 2),
+                (vec![4, 1, 2], vec![4, 1, 2], 1),
+                (vec![3, 1, 2], vec![3, 1, 2], 1),
+                (vec![3, 1, 2], vec![1, 2], 1),
+            ],
+            &[],
+        );
+        let (records, more) = balance_leaders(&state);
+        assert!(!more);
+        assert_eq!(
+            records,
+            vec![pc(0, 1, 6, vec![1, 2, 3]), pc(3, 3, 6, vec![3, 1, 2])]
+        );
+        // Once applied, the cluster is balanced as far as it can be: nothing more to do.
+        let mut state = state;
+        state.apply_entry(2, records);
+        assert_eq!(balance_leaders(&state), (Vec::new(), false));
+    }
+
+    #[test]
+    fn the_automatic_rebalance_stops_at_its_budget_and_asks_for_another_round() {
+        let partitions: Vec<(Vec<i32>, Vec<i32>, i32)> = (0..ELECTIONS_PER_IMBALANCE_MAX + 3)
+            .map(|_| (vec![1, 2], vec![1, 2], 2))
+            .collect();
+        let mut state = cluster(&partitions, &[]);
+        let (records, more) = balance_leaders(&state);
+        assert!(more);
+        assert_eq!(records.len(), ELECTIONS_PER_IMBALANCE_MAX);
+        state.apply_entry(2, records);
+        let (records, more) = balance_leaders(&state);
+        assert!(!more);
+        assert_eq!(records.len(), 3);
     }
 }

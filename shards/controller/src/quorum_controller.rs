@@ -27,7 +27,7 @@ use sluice_shard::{
 use tracing::{error, info, warn};
 
 use crate::metadata_state::MetadataState;
-use crate::partition_change::{broker_removed, broker_unfenced};
+use crate::partition_change::{balance_leaders, broker_removed, broker_unfenced, elect_leaders};
 use crate::placement::{place_replicas, PlacementBroker};
 use crate::raft_driver::{self, Applier, DriverSettings, ProposeError, RaftHandle};
 use crate::records::{decode_entry, encode_entry, MetadataRecord};
@@ -72,6 +72,10 @@ pub struct ControllerSettings {
     pub partitions_max: usize,
     /// `unclean.leader.election.enable`: the default of topics without the override.
     pub unclean_leader_election_enable: bool,
+    /// `leader.imbalance.check.interval.seconds` when `auto.leader.rebalance.enable` holds
+    /// (KRaft's `leaderImbalanceCheckIntervalNs`): how often the active controller moves
+    /// leadership back to preferred replicas; `None` never does.
+    pub leader_imbalance_check_interval: Option<Duration>,
 }
 
 /// The controller of this node.
@@ -136,6 +140,13 @@ impl QuorumController {
         *controller.raft.borrow_mut() = Some(raft);
         driver.spawn();
         glommio::spawn_local(Self::check_sessions(Rc::downgrade(&controller))).detach();
+        if let Some(interval) = settings.leader_imbalance_check_interval {
+            glommio::spawn_local(Self::balance_leaders_every(
+                Rc::downgrade(&controller),
+                interval,
+            ))
+            .detach();
+        }
         Ok(controller)
     }
 
@@ -297,6 +308,25 @@ impl QuorumController {
             } => {
                 let result = self.alter_partition(broker_id, broker_epoch, item).await;
                 ControllerResponse::AlterPartition { result }
+            }
+            ControllerRequest::ElectLeaders {
+                election_type,
+                topics,
+            } => {
+                let (outcomes, records) = {
+                    let state = self.state.borrow();
+                    elect_leaders(&state, election_type, topics.as_deref())
+                };
+                match self.commit(records).await {
+                    Ok(metadata_offset) => ControllerResponse::ElectLeaders {
+                        result: Ok(outcomes),
+                        metadata_offset,
+                    },
+                    Err(error) => ControllerResponse::ElectLeaders {
+                        result: Err(error),
+                        metadata_offset: 0,
+                    },
+                }
             }
             ControllerRequest::Raft { .. }
             | ControllerRequest::FetchMetadata { .. }
@@ -612,6 +642,45 @@ impl QuorumController {
                 .collect();
             for broker_id in expired {
                 controller.fence_expired(broker_id).await;
+            }
+        }
+    }
+
+    /// The automatic leader rebalance (`auto.leader.rebalance.enable`): every `interval`, the
+    /// active controller commits a preferred election for each partition whose first replica
+    /// can lead again and does not (`partition_change::balance_leaders`); when a round stops at
+    /// its budget, the next one follows at once (KRaft's `maybeBalancePartitionLeaders` with
+    /// `rescheduleImmediately`).
+    async fn balance_leaders_every(this: std::rc::Weak<QuorumController>, interval: Duration) {
+        let mut pause = interval;
+        loop {
+            glommio::timer::sleep(pause).await;
+            pause = interval;
+            let Some(controller) = this.upgrade() else {
+                break;
+            };
+            let Ok(_permit) = controller.writes.acquire_permit(1).await else {
+                break;
+            };
+            if !controller.active.get() {
+                continue;
+            }
+            let (records, more) = balance_leaders(&controller.state.borrow());
+            if records.is_empty() {
+                continue;
+            }
+            let count = records.len();
+            match controller.commit(records).await {
+                Ok(index) => {
+                    info!(
+                        count,
+                        index, "leaders moved back to their preferred replicas"
+                    );
+                    if more {
+                        pause = Duration::ZERO;
+                    }
+                }
+                Err(error) => warn!(%error, "the automatic leader rebalance failed"),
             }
         }
     }
@@ -1245,6 +1314,7 @@ mod tests {
             delete_topic_enable: true,
             partitions_max: 1000,
             unclean_leader_election_enable: false,
+            leader_imbalance_check_interval: None,
         };
         (dir, settings)
     }

@@ -19,10 +19,10 @@ use crate::error::{ProtocolError, Result};
 use crate::messages::{
     alter_configs, api_versions, create_partitions, create_topics, delete_groups, delete_records,
     delete_topics, describe_cluster, describe_configs, describe_groups, describe_log_dirs,
-    describe_producers, describe_quorum, describe_topic_partitions, fetch, find_coordinator,
-    heartbeat, incremental_alter_configs, init_producer_id, join_group, leave_group, list_groups,
-    list_offsets, metadata, offset_commit, offset_delete, offset_fetch, produce, sync_group,
-    update_features,
+    describe_producers, describe_quorum, describe_topic_partitions, elect_leaders, fetch,
+    find_coordinator, heartbeat, incremental_alter_configs, init_producer_id, join_group,
+    leave_group, list_groups, list_offsets, metadata, offset_commit, offset_delete, offset_fetch,
+    produce, sync_group, update_features,
 };
 
 /// One served API: its key and the versions Sluice decodes, handles and advertises.
@@ -215,6 +215,7 @@ declare_apis! {
         describe_quorum::{DescribeQuorumRequest, DescribeQuorumResponse};
     UpdateFeatures: 0..=2, flexible 0,
         update_features::{UpdateFeaturesRequest, UpdateFeaturesResponse};
+    ElectLeaders: 0..=2, flexible 2, elect_leaders::{ElectLeadersRequest, ElectLeadersResponse};
 }
 
 /// The declaration of an API the crate has a codec for; a compile error (in const context) for

@@ -47,7 +47,8 @@ fn requests_round_trip_every_version() {
     // DeleteRecords 0-2; then the group APIs: OffsetCommit 2-9, OffsetFetch 1-9,
     // FindCoordinator 0-6, JoinGroup 0-9, Heartbeat 0-4, LeaveGroup 0-5, SyncGroup 0-5,
     // DescribeGroups 0-6, ListGroups 0-5, DeleteGroups 0-3, OffsetDelete 0; DescribeLogDirs
-    // 1-5, DescribeProducers 0, DescribeTopicPartitions 0; DescribeQuorum 0-2, UpdateFeatures 0-2.
+    // 1-5, DescribeProducers 0, DescribeTopicPartitions 0; DescribeQuorum 0-2, UpdateFeatures 0-2,
+    // ElectLeaders 0-2.
     assert_eq!(
         n,
         4 + 6
@@ -77,6 +78,7 @@ fn requests_round_trip_every_version() {
             + 5
             + 1
             + 1
+            + 3
             + 3
             + 3
     );

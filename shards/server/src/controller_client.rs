@@ -8,6 +8,7 @@ use sluice_shard::{
 };
 use sluice_shard::{AlterPartitionItem, AlterPartitionOutcome, AlterPartitionWork};
 use sluice_shard::{DescribeQuorumWork, FeatureUpdate, QuorumInfo, UpdateFeaturesWork};
+use sluice_shard::{ElectLeadersWork, ElectionOutcome, ElectionTopic};
 
 /// Asks the controller to create topics; one result per topic, in order.
 pub async fn create_topics(
@@ -113,6 +114,30 @@ pub async fn alter_partition(
     let (reply, done) = oneshot::channel();
     let message = ControllerMessage::AlterPartition(AlterPartitionWork { item, reply });
     if mesh.send_to_controller(message).await.is_err() {
+        return Err(MetadataError::ControllerNotAvailable);
+    }
+    done.await
+        .unwrap_or(Err(MetadataError::ControllerNotAvailable))
+}
+
+/// Asks the active controller to elect leaders: one outcome per partition, or why the
+/// request failed as a whole.
+pub async fn elect_leaders(
+    mesh: &ShardMesh,
+    election_type: u8,
+    topics: Option<Vec<ElectionTopic>>,
+) -> Result<Vec<ElectionOutcome>, MetadataError> {
+    let (reply, done) = oneshot::channel();
+    let work = ElectLeadersWork {
+        election_type,
+        topics,
+        reply,
+    };
+    if mesh
+        .send_to_controller(ControllerMessage::ElectLeaders(work))
+        .await
+        .is_err()
+    {
         return Err(MetadataError::ControllerNotAvailable);
     }
     done.await

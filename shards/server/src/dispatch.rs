@@ -77,6 +77,9 @@ pub async fn dispatch(ctx: &ShardContext, frame: Bytes, client_host: &str) -> Ou
         RequestBody::CreatePartitions(r) => ResponseBody::CreatePartitions(
             handlers::create_partitions::handle(ctx, version, r).await,
         ),
+        RequestBody::ElectLeaders(r) => {
+            ResponseBody::ElectLeaders(handlers::elect_leaders::handle(ctx, version, r).await)
+        }
         RequestBody::DeleteRecords(r) => {
             ResponseBody::DeleteRecords(handlers::delete_records::handle(ctx, version, r).await)
         }

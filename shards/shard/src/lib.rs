@@ -12,6 +12,7 @@
 
 mod alter_partition;
 mod config_work;
+mod elect_leaders;
 mod group_work;
 mod image;
 mod mesh;
@@ -25,6 +26,10 @@ mod watch;
 
 pub use alter_partition::{AlterPartitionItem, AlterPartitionOutcome, AlterPartitionWork};
 pub use config_work::{AlterConfigsWork, ConfigChange, ConfigOp, TopicConfigChanges};
+pub use elect_leaders::{
+    ElectLeadersWork, ElectionOutcome, ElectionTopic, ELECTION_TYPE_PREFERRED,
+    ELECTION_TYPE_UNCLEAN,
+};
 pub use group_work::{
     CommittedOffsets, DeleteGroupArgs, DescribeGroupArgs, GroupRequest, GroupWork, HeartbeatArgs,
     LeaveGroupArgs, ListGroupsArgs, OffsetDeleteArgs, OffsetFetchArgs, PartitionResults,

@@ -75,6 +75,8 @@ pub enum ControllerMessage {
     UpdateFeatures(crate::UpdateFeaturesWork),
     /// Change a partition's ISR (AlterPartition), from the shard that leads it.
     AlterPartition(crate::AlterPartitionWork),
+    /// Elect preferred or unclean leaders (ElectLeaders).
+    ElectLeaders(crate::ElectLeadersWork),
 }
 
 /// A client connection moved between shards at a request boundary: nothing of it is in flight,

@@ -16,7 +16,9 @@ use sluice_protocol::messages::{
     join_group as jg, leave_group as lg, list_groups as lgr, offset_commit as oc,
     offset_delete as od, offset_fetch as of, sync_group as sg,
 };
-use sluice_protocol::messages::{describe_quorum as dq, update_features as uf};
+use sluice_protocol::messages::{
+    describe_quorum as dq, elect_leaders as el, update_features as uf,
+};
 use sluice_protocol::{ApiKey, RecordBatchBuilder, RequestBody, ResponseBody, Uuid, SUPPORTED};
 
 /// Every (api, version) pair Sluice implements.
@@ -78,6 +80,7 @@ pub fn request(key: ApiKey, v: i16) -> RequestBody {
         }
         ApiKey::DescribeQuorum => RequestBody::DescribeQuorum(describe_quorum_request(v)),
         ApiKey::UpdateFeatures => RequestBody::UpdateFeatures(update_features_request(v)),
+        ApiKey::ElectLeaders => RequestBody::ElectLeaders(elect_leaders_request(v)),
         other => panic!("no sample for {other:?}"),
     }
 }
@@ -122,6 +125,7 @@ pub fn response(key: ApiKey, v: i16) -> ResponseBody {
         }
         ApiKey::DescribeQuorum => ResponseBody::DescribeQuorum(describe_quorum_response(v)),
         ApiKey::UpdateFeatures => ResponseBody::UpdateFeatures(update_features_response(v)),
+        ApiKey::ElectLeaders => ResponseBody::ElectLeaders(elect_leaders_response(v)),
         other => panic!("no sample for {other:?}"),
     }
 }
@@ -1420,5 +1424,46 @@ fn update_features_response(v: i16) -> uf::UpdateFeaturesResponse {
         } else {
             Vec::new()
         },
+    }
+}
+
+fn elect_leaders_request(v: i16) -> el::ElectLeadersRequest {
+    el::ElectLeadersRequest {
+        // v0 has no election type: always preferred.
+        election_type: if v >= 1 { 1 } else { 0 },
+        topic_partitions: Some(vec![
+            el::ElectLeadersTopic {
+                topic: "orders".into(),
+                partitions: vec![0, 2, 7],
+            },
+            el::ElectLeadersTopic {
+                topic: "empty".into(),
+                partitions: Vec::new(),
+            },
+        ]),
+        timeout_ms: 15_000,
+    }
+}
+
+fn elect_leaders_response(v: i16) -> el::ElectLeadersResponse {
+    el::ElectLeadersResponse {
+        throttle_time_ms: 3,
+        // The top-level error is v1+.
+        error_code: if v >= 1 { 31 } else { 0 },
+        replica_election_results: vec![el::ReplicaElectionResult {
+            topic: "orders".into(),
+            partition_result: vec![
+                el::PartitionResult {
+                    partition_id: 0,
+                    error_code: 0,
+                    error_message: None,
+                },
+                el::PartitionResult {
+                    partition_id: 2,
+                    error_code: 84,
+                    error_message: Some("Leader election not needed for topic partition.".into()),
+                },
+            ],
+        }],
     }
 }
