@@ -83,6 +83,28 @@ fn alive() -> BTreeMap<i32, i64> {
     [(LEADER, 10), (FOLLOWER, 20)].into_iter().collect()
 }
 
+/// A leader of an RF=2 partition (ISR both) with `min_insync_replicas`, and one acks=all
+/// append its follower has not fetched.
+async fn leader_with_one_append(
+    name: &str,
+    min_insync_replicas: usize,
+) -> (Rc<Partition>, sluice_log::LogAppendInfo) {
+    let leader = open(name, LEADER).await;
+    leader
+        .make_leader(
+            &registration(LEADER, 1, &[LEADER, FOLLOWER]),
+            config(min_insync_replicas),
+            alive(),
+        )
+        .await
+        .expect("leader");
+    let info = leader
+        .append_records_to_leader(&batch(1), -1)
+        .await
+        .expect("append");
+    (leader, info)
+}
+
 fn batch(records: usize) -> Bytes {
     RecordBatchBuilder::new(1_700_000_000_000)
         .records(records, b"value")
@@ -147,19 +169,7 @@ fn acks_all_waits_for_the_follower_and_its_fetches_move_the_high_watermark() {
 #[test]
 fn acks_all_times_out_without_the_follower_and_is_refused_below_min_isr() {
     run(|| async {
-        let leader = open("timeout-leader", LEADER).await;
-        leader
-            .make_leader(
-                &registration(LEADER, 1, &[LEADER, FOLLOWER]),
-                config(2),
-                alive(),
-            )
-            .await
-            .expect("leader");
-        let info = leader
-            .append_records_to_leader(&batch(1), -1)
-            .await
-            .expect("append");
+        let (leader, info) = leader_with_one_append("timeout-leader", 2).await;
         let waited = leader
             .wait_for_replication(info.last_offset, Duration::from_millis(50))
             .await;
@@ -198,19 +208,7 @@ fn acks_all_times_out_without_the_follower_and_is_refused_below_min_isr() {
 #[test]
 fn a_waiting_produce_fails_when_leadership_moves() {
     run(|| async {
-        let leader = open("moves-leader", LEADER).await;
-        leader
-            .make_leader(
-                &registration(LEADER, 1, &[LEADER, FOLLOWER]),
-                config(1),
-                alive(),
-            )
-            .await
-            .expect("leader");
-        let info = leader
-            .append_records_to_leader(&batch(1), -1)
-            .await
-            .expect("append");
+        let (leader, info) = leader_with_one_append("moves-leader", 1).await;
         let waiting = {
             let leader = leader.clone();
             glommio::spawn_local(async move {
