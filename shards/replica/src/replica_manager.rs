@@ -66,6 +66,12 @@ impl ReplicaManager {
         self.partitions.borrow().get(tp).cloned()
     }
 
+    /// The partition, or UNKNOWN_TOPIC_OR_PARTITION when this shard does not host it (what
+    /// every partition operation answers first).
+    pub fn hosted(&self, tp: &TopicIdPartition) -> Result<Rc<Partition>, ReplicaError> {
+        self.get(tp).ok_or(ReplicaError::UnknownTopicOrPartition)
+    }
+
     /// Every hosted partition.
     pub fn partitions(&self) -> Vec<Rc<Partition>> {
         self.partitions.borrow().values().cloned().collect()

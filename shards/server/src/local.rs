@@ -28,10 +28,7 @@ pub async fn produce(
     partitions: Vec<ProducePartition>,
 ) -> Vec<Result<LogAppendInfo, ReplicaError>> {
     let appends = partitions.into_iter().map(|p| async move {
-        let partition = ctx
-            .replicas
-            .get(&p.tp)
-            .ok_or(ReplicaError::UnknownTopicOrPartition)?;
+        let partition = ctx.replicas.hosted(&p.tp)?;
         let info = partition
             .append_records_to_leader(&p.records, p.required_acks)
             .await?;
@@ -57,10 +54,7 @@ pub async fn fetch(
     partitions: Vec<FetchPartitionRequest>,
 ) -> Vec<Result<FetchPartitionData, ReplicaError>> {
     let reads = partitions.into_iter().map(|request| async move {
-        let partition = ctx
-            .replicas
-            .get(&request.tp)
-            .ok_or(ReplicaError::UnknownTopicOrPartition)?;
+        let partition = ctx.replicas.hosted(&request.tp)?;
         let Some(replica) = request.replica else {
             return partition
                 .read_records(
@@ -132,10 +126,7 @@ pub async fn list_offsets(
     partitions: Vec<(TopicIdPartition, i64)>,
 ) -> Vec<Result<Option<OffsetAndTimestamp>, ReplicaError>> {
     let lookups = partitions.into_iter().map(|(tp, timestamp)| async move {
-        let partition = ctx
-            .replicas
-            .get(&tp)
-            .ok_or(ReplicaError::UnknownTopicOrPartition)?;
+        let partition = ctx.replicas.hosted(&tp)?;
         match timestamp {
             // Every log is local: its local start is its start.
             EARLIEST_TIMESTAMP | EARLIEST_LOCAL_TIMESTAMP => Ok(Some(OffsetAndTimestamp {
@@ -166,10 +157,7 @@ pub async fn delete_records(
     partitions: Vec<(TopicIdPartition, i64)>,
 ) -> Vec<Result<i64, ReplicaError>> {
     let deletions = partitions.into_iter().map(|(tp, offset)| async move {
-        let partition = ctx
-            .replicas
-            .get(&tp)
-            .ok_or(ReplicaError::UnknownTopicOrPartition)?;
+        let partition = ctx.replicas.hosted(&tp)?;
         partition.delete_records_before(offset).await
     });
     join_all(deletions.collect()).await
@@ -182,12 +170,7 @@ pub fn describe_log_dirs(
 ) -> Vec<Result<PartitionLogDirInfo, ReplicaError>> {
     partitions
         .iter()
-        .map(|tp| {
-            ctx.replicas
-                .get(tp)
-                .ok_or(ReplicaError::UnknownTopicOrPartition)?
-                .log_dir_info()
-        })
+        .map(|tp| ctx.replicas.hosted(tp)?.log_dir_info())
         .collect()
 }
 
@@ -199,10 +182,7 @@ pub fn describe_producers(
     partitions
         .iter()
         .map(|tp| {
-            let partition = ctx
-                .replicas
-                .get(tp)
-                .ok_or(ReplicaError::UnknownTopicOrPartition)?;
+            let partition = ctx.replicas.hosted(tp)?;
             Ok(partition.active_producers())
         })
         .collect()

@@ -797,10 +797,7 @@ impl FollowerLogs for ShardCore {
         high_watermark: i64,
         log_start_offset: i64,
     ) -> Result<(), ReplicaError> {
-        let partition = self
-            .replicas
-            .get(tp)
-            .ok_or(ReplicaError::UnknownTopicOrPartition)?;
+        let partition = self.replicas.hosted(tp)?;
         partition
             .append_records_as_follower(records, high_watermark, log_start_offset)
             .await
@@ -812,10 +809,7 @@ impl FollowerLogs for ShardCore {
         tp: &TopicIdPartition,
         diverging: EpochEndOffset,
     ) -> Result<(), ReplicaError> {
-        let partition = self
-            .replicas
-            .get(tp)
-            .ok_or(ReplicaError::UnknownTopicOrPartition)?;
+        let partition = self.replicas.hosted(tp)?;
         partition.truncate_on_diverging_epoch(diverging).await
     }
 
@@ -825,10 +819,7 @@ impl FollowerLogs for ShardCore {
         leader_log_start_offset: i64,
         leader_log_end_offset: i64,
     ) -> Result<(), ReplicaError> {
-        let partition = self
-            .replicas
-            .get(tp)
-            .ok_or(ReplicaError::UnknownTopicOrPartition)?;
+        let partition = self.replicas.hosted(tp)?;
         partition
             .truncate_on_out_of_range(leader_log_start_offset, leader_log_end_offset)
             .await

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use sluice_log::{LogAppendInfo, LogError};
-use sluice_protocol::record_batch::RecordBatches;
+use sluice_protocol::record_batch::{parse_header, LOG_OVERHEAD};
 use tracing::{debug, info};
 
 use super::{now_ms, out_of_range_or_storage, Partition};
@@ -439,10 +439,17 @@ impl Partition {
                 other => other?,
             };
             {
+                // Headers only, read in place: the batch bytes are not copied again. A partial
+                // last batch (the log left it out) is not counted either.
                 let mut producers = self.producers.borrow_mut();
-                for batch in RecordBatches::new(Bytes::copy_from_slice(records)) {
-                    let Ok((header, _)) = batch else { break };
+                let mut rest = records;
+                while let Ok(header) = parse_header(rest) {
+                    let size = header.size_bytes();
+                    if size <= LOG_OVERHEAD || size > rest.len() {
+                        break;
+                    }
                     producers.apply_from_log(&header);
+                    rest = &rest[size..];
                 }
             }
             self.after_append(&info);
