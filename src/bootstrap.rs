@@ -118,11 +118,13 @@ pub fn run(config: BrokerConfig) -> Result<(), String> {
         })?);
     }
     let (node_stop_tx, node_stop) = oneshot::channel();
+    let (leave_tx, leave) = oneshot::channel();
     let node = NodeStart {
         config: config.clone(),
         shard_count,
         mesh,
         events: events.clone(),
+        leave,
         stop: node_stop,
         metrics: registry.clone(),
     };
@@ -163,8 +165,14 @@ pub fn run(config: BrokerConfig) -> Result<(), String> {
     if let Some(registry) = &registry {
         registry.set_readiness(Readiness::Stopping);
     }
-    info!("shutting down: no new connections, finishing in-flight requests");
     arm_shutdown_deadline();
+    // As Kafka's broker: leave the cluster first (its leaderships move while its listeners
+    // still answer, so that clients are told NOT_LEADER_OR_FOLLOWER and a produce waiting for
+    // its followers is answered rather than left to time out), then stop the listeners.
+    info!("shutting down: controlled shutdown first");
+    let _ = leave_tx.send(());
+    wait_for(&events_rx, 1, |e| matches!(e, ShardEvent::Left(_)))?;
+    info!("shutting down: no new connections, finishing in-flight requests");
     for stop in stops {
         let _ = stop.send(());
     }
@@ -261,6 +269,8 @@ struct NodeStart {
     shard_count: usize,
     mesh: Option<MeshBuilders>,
     events: mpsc::Sender<ShardEvent>,
+    /// Leave the cluster (controlled shutdown), then report `Left`.
+    leave: oneshot::Receiver<()>,
     stop: oneshot::Receiver<()>,
     metrics: Option<Arc<Registry>>,
 }
@@ -332,6 +342,8 @@ async fn run_node(start: NodeStart) {
             glommio::spawn_local(metrics::serve(listener, registry, None)).detach();
         }
         let _ = start.events.send(ShardEvent::Listening(node_id));
+        let _ = start.leave.await;
+        let _ = start.events.send(ShardEvent::Left(node_id));
         let _ = start.stop.await;
         return;
     };
@@ -370,11 +382,15 @@ async fn run_node(start: NodeStart) {
         }
     })
     .detach();
-    futures_lite::future::or(agent.clone().run(receivers), async {
+    // The agent keeps following the log during the controlled shutdown: the shards must
+    // apply the image that moves this broker's leaderships.
+    let leave_then_stop = async {
+        let _ = start.leave.await;
+        agent.controlled_shutdown().await;
+        let _ = start.events.send(ShardEvent::Left(node_id));
         let _ = start.stop.await;
-    })
-    .await;
-    agent.controlled_shutdown().await;
+    };
+    futures_lite::future::or(agent.clone().run(receivers), leave_then_stop).await;
     shards.close();
 }
 
@@ -427,6 +443,9 @@ fn controller_settings(config: &BrokerConfig) -> ControllerSettings {
         tick: RAFT_TICK,
         election_timeout: Duration::from_millis(config.controller_quorum_election_timeout_ms),
         broker_session_timeout: Duration::from_millis(config.broker_session_timeout_ms),
+        broker_disconnect_fence: config
+            .sluice_broker_disconnect_fence_ms
+            .map(Duration::from_millis),
         delete_topic_enable: config.delete_topic_enable,
         partitions_max: config.sluice_broker_partitions_max,
         unclean_leader_election_enable: config.unclean_leader_election_enable,

@@ -264,6 +264,10 @@ pub struct BrokerConfig {
     pub max_request_partition_size_limit: i32,
     /// `sluice.broker.partitions.max`: bound on hosted partitions (each costs files and memory).
     pub sluice_broker_partitions_max: usize,
+    /// `sluice.broker.disconnect.fence.ms`: how long after a broker's controller connection was
+    /// closed by its end the active controller fences it unless it connected again; `None`
+    /// (-1) leaves fencing to `broker.session.timeout.ms` alone.
+    pub sluice_broker_disconnect_fence_ms: Option<u64>,
     /// `sluice.shard.tail.cache.bytes`: per-shard budget of the partitions' tail caches.
     pub sluice_shard_tail_cache_bytes: usize,
     /// `sluice.shards`: data shards; 0 means one per core.
@@ -428,6 +432,7 @@ impl BrokerConfig {
             offset_metadata_max_bytes: 4096,
             max_request_partition_size_limit: 2000,
             sluice_broker_partitions_max: 100_000,
+            sluice_broker_disconnect_fence_ms: Some(500),
             sluice_shard_tail_cache_bytes: 32 << 20,
             sluice_shards: 0,
             sluice_controller_dedicated_core: false,

@@ -501,6 +501,15 @@ pub static SETTINGS: &[Setting] = &[
         },
     },
     Setting {
+        name: "sluice.broker.disconnect.fence.ms",
+        doc: "How long after a broker's connection to the active controller was closed by the broker's end (its process died and the kernel closed the socket) the controller fences it, unless it connected again; -1 waits for broker.session.timeout.ms alone.",
+        apply: |c, v| {
+            let ms = int_in(v, -1, i32::MAX as i64)?;
+            c.sluice_broker_disconnect_fence_ms = u64::try_from(ms).ok();
+            Ok(())
+        },
+    },
+    Setting {
         name: "sluice.shard.tail.cache.bytes",
         doc: "Memory per shard for the newest appends, shared by its partitions (reads of fresh data skip I/O).",
         apply: |c, v| {

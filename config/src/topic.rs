@@ -469,6 +469,12 @@ fn broker_setting_value(c: &BrokerConfig, name: &str) -> (Option<String>, Config
             (s(c.max_request_partition_size_limit.to_string()), Int)
         }
         "sluice.broker.partitions.max" => (s(c.sluice_broker_partitions_max.to_string()), Int),
+        "sluice.broker.disconnect.fence.ms" => (
+            s(c.sluice_broker_disconnect_fence_ms
+                .map_or(-1, |ms| ms as i64)
+                .to_string()),
+            Long,
+        ),
         "sluice.shard.tail.cache.bytes" => (s(c.sluice_shard_tail_cache_bytes.to_string()), Long),
         "sluice.shards" => (s(c.sluice_shards.to_string()), Int),
         "sluice.controller.dedicated.core" => {

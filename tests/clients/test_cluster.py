@@ -58,6 +58,7 @@ BROKER_IDS = [4, 5, 6]
 KILL_ROUNDS = 10
 ELECTION_LIMIT_MS = 1000
 SESSION_TIMEOUT_MS = int(setting("broker-1", "broker.session.timeout.ms", 9000))
+DISCONNECT_FENCE_MS = int(setting("controller-1", "sluice.broker.disconnect.fence.ms", 500))
 
 
 def _eventually(fn, what, timeout=30.0, interval=0.1):
@@ -466,14 +467,17 @@ def test_killed_broker_is_fenced_and_returns(cluster, tmp_path):
         return md
     md, _ = _eventually(gone, f"broker {vid} out of Metadata after kill -9", SESSION_TIMEOUT_MS / 1000 + 15, 0.1)
     gone_ms = time.time() * 1000 - t_kill
+    # The kernel closed the killed process's controller connection: the active controller fences
+    # it sluice.broker.disconnect.fence.ms later instead of waiting out broker.session.timeout.ms.
     fenced = [l for c in CONTROLLERS for l in cluster.lines(c, ctl_since[c])
-              if "broker fenced: its session expired" in l and f"broker_id={vid}" in l]
+              if "broker fenced: its controller connection closed" in l and f"broker_id={vid}" in l]
     print(f"\nkilled {victim} (node {vid}): gone from Metadata via {via} after {gone_ms:.0f} ms "
-          f"(broker.session.timeout.ms = {SESSION_TIMEOUT_MS}); brokers now {broker_ids(md)}, {topic} leaders "
+          f"(sluice.broker.disconnect.fence.ms = {DISCONNECT_FENCE_MS}, broker.session.timeout.ms = "
+          f"{SESSION_TIMEOUT_MS}); brokers now {broker_ids(md)}, {topic} leaders "
           f"{partition_leaders(md, topic)}; controller log: {fenced[:1]}")
-    assert gone_ms < SESSION_TIMEOUT_MS + 5000, \
-        f"broker {vid} still in Metadata {gone_ms:.0f} ms after its kill (session timeout {SESSION_TIMEOUT_MS} ms)"
-    assert fenced, f"no controller logged `broker fenced: its session expired` for broker_id={vid}"
+    assert gone_ms < DISCONNECT_FENCE_MS + 2500, \
+        f"broker {vid} still in Metadata {gone_ms:.0f} ms after its kill (disconnect fence {DISCONNECT_FENCE_MS} ms)"
+    assert fenced, f"no controller logged `broker fenced: its controller connection closed` for broker_id={vid}"
 
     t_restart = time.time()
     offset = cluster.restart(victim)
@@ -497,6 +501,24 @@ def test_killed_broker_is_fenced_and_returns(cluster, tmp_path):
     harness.verify_exactly_once(records, 200, "f", partitions=parts)
     print(f"partition {part} (led by {vid}): 100 messages from before the kill and 100 produced after the "
           f"restart via {via}, all 200 read back via {via_consume} exactly once, offsets 0..199")
+
+    # A broker that stops answering with its sockets open (SIGSTOP: a hung process, a host cut
+    # off without a reset) is fenced by broker.session.timeout.ms alone, as in Kafka.
+    ctl_since = {c: cluster.log_size(c) for c in CONTROLLERS}
+    pid = cluster.pid(victim)
+    t_stop = time.time() * 1000
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        md, _ = _eventually(gone, f"broker {vid} out of Metadata after SIGSTOP", SESSION_TIMEOUT_MS / 1000 + 15, 0.1)
+        stopped_ms = time.time() * 1000 - t_stop
+        expired = [l for c in CONTROLLERS for l in cluster.lines(c, ctl_since[c])
+                   if "broker fenced: its session expired" in l and f"broker_id={vid}" in l]
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    print(f"stopped {victim}: gone from Metadata after {stopped_ms:.0f} ms; controller log: {expired[:1]}")
+    assert SESSION_TIMEOUT_MS - 2500 <= stopped_ms < SESSION_TIMEOUT_MS + 5000, stopped_ms
+    assert expired, f"no controller logged `broker fenced: its session expired` for broker_id={vid}"
+    _, _ = _eventually(back, f"broker {vid} listed again after SIGCONT and leading partitions {own}", 30, 0.1)
 
 
 def _describe(bootstrap: str, topic: str, logdir) -> tuple[dict, list[dict]]:
@@ -578,8 +600,9 @@ def test_replicated_topic_leadership_follows_the_isr(cluster, tmp_path):
     after, _ = _eventually(moved, f"{victim}'s leaderships moved and it out of the ISRs", 5)
     took_s = time.time() - t0
     assert took_s * 1000 < SESSION_TIMEOUT_MS, took_s
+    # Neither a session expiry nor the closed connection fenced it: it was fenced already.
     expired = [l for c in CONTROLLERS for l in cluster.lines(c, ctl_since[c])
-               if "session expired" in l and f"broker_id={vid}" in l]
+               if "broker fenced:" in l and f"broker_id={vid}" in l]
     assert not expired, expired
     print(f"SIGTERM {victim} (node {vid}): exited after {stopped_s:.2f}s, described via {via} after "
           f"{took_s:.2f}s: " + "; ".join(f"p{p['Partition']} leader {p['Leader']} isr {p['Isr']}" for p in after))

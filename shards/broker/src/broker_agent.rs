@@ -598,9 +598,9 @@ impl BrokerAgent {
     /// KRaft's controlled shutdown, shortened to one step: asks the controller to fence this
     /// broker now, which in the same entry moves its leaderships to other in-sync replicas and
     /// takes it out of every ISR, instead of the partitions waiting out the session timeout;
-    /// its next start registers without waiting. It runs once the shards have drained their
-    /// connections (see ARCHITECTURE.md, Shutdown). Bounded: a controller that does not answer
-    /// does not hold up the stop.
+    /// its next start registers without waiting. It runs first, while the shards still serve
+    /// (see ARCHITECTURE.md, Shutdown), and returns once they hold the image that fenced this
+    /// broker. Bounded: a controller that does not answer does not hold up the stop.
     pub async fn controlled_shutdown(&self) {
         if self.broker_epoch.get() < 0 {
             return;
@@ -620,15 +620,48 @@ impl BrokerAgent {
             .await;
         match answered {
             Some(Ok(ControllerResponse::BrokerHeartbeat { result: Ok(_) })) => {
+                let published = futures_lite::future::or(
+                    async {
+                        self.wait_published_fenced().await;
+                        true
+                    },
+                    async {
+                        glommio::timer::sleep(CONTROLLED_SHUTDOWN_TIMEOUT).await;
+                        false
+                    },
+                )
+                .await;
                 info!(
                     broker_id = self.settings.node_id,
-                    "controlled shutdown: fenced, leaderships moved"
+                    published, "controlled shutdown: fenced, leaderships moved"
                 )
             }
             other => warn!(
                 ?other,
                 "controlled shutdown not acknowledged; the session will expire"
             ),
+        }
+    }
+
+    /// Waits until the shards hold an image in which this broker is fenced: they have given
+    /// up its leaderships, and a produce waiting for its followers was answered
+    /// NOT_LEADER_OR_FOLLOWER.
+    async fn wait_published_fenced(&self) {
+        loop {
+            let published = self.published.value();
+            let done = {
+                let state = self.state.borrow();
+                let fenced = state
+                    .brokers
+                    .get(&self.settings.node_id)
+                    .is_none_or(|b| b.fenced);
+                // Never published: the shards hold no image, so they lead nothing.
+                fenced && (published >= state.applied_index || published == 0)
+            };
+            if done {
+                return;
+            }
+            self.published.wait_beyond(published).await;
         }
     }
 

@@ -66,6 +66,10 @@ pub struct ControllerSettings {
     pub election_timeout: Duration,
     /// `broker.session.timeout.ms`.
     pub broker_session_timeout: Duration,
+    /// `sluice.broker.disconnect.fence.ms`: a broker whose every connection to the active
+    /// controller was closed by its end is fenced this long after, unless it connected again;
+    /// `None` leaves it to the session timeout.
+    pub broker_disconnect_fence: Option<Duration>,
     /// `delete.topic.enable`.
     pub delete_topic_enable: bool,
     /// `sluice.broker.partitions.max`: partitions one broker may host.
@@ -94,6 +98,12 @@ pub struct QuorumController {
     leader_term: Cell<u64>,
     active: Cell<bool>,
     sessions: RefCell<BTreeMap<i32, Instant>>,
+    /// Per broker id, its connections to this controller that carried its own requests
+    /// (registration, heartbeat, metadata fetch).
+    broker_connections: RefCell<BTreeMap<i32, usize>>,
+    /// Brokers whose last such connection their end closed while this controller was active:
+    /// when each is fenced unless it connects again (`broker_disconnect_fence`).
+    disconnected: RefCell<BTreeMap<i32, Instant>>,
     /// Brokers following the log (KRaft's observers), as this controller saw them while active:
     /// per broker id, its log end offset, when it last fetched or heartbeated and when it was
     /// last caught up (wall-clock ms).
@@ -124,6 +134,8 @@ impl QuorumController {
             leader_term: Cell::new(0),
             active: Cell::new(false),
             sessions: RefCell::new(BTreeMap::new()),
+            broker_connections: RefCell::new(BTreeMap::new()),
+            disconnected: RefCell::new(BTreeMap::new()),
             observers: RefCell::new(BTreeMap::new()),
             writes: Semaphore::new(1),
         });
@@ -617,6 +629,73 @@ impl QuorumController {
         self.sessions.borrow_mut().insert(broker_id, deadline);
     }
 
+    /// Why broker `broker_id`'s session is over at `now`, if it is: no heartbeat within
+    /// `broker.session.timeout.ms`, or its connections closed by its end and none made again
+    /// within `broker_disconnect_fence`.
+    fn session_over(&self, broker_id: i32, now: Instant) -> Option<&'static str> {
+        let deadline = *self.sessions.borrow().get(&broker_id)?;
+        if deadline <= now {
+            return Some("its session expired");
+        }
+        let fence_at = self.disconnected.borrow().get(&broker_id).copied();
+        fence_at
+            .filter(|at| *at <= now)
+            .map(|_| "its controller connection closed and it did not connect again")
+    }
+
+    /// A connection carried broker `broker_id`'s own requests: it is reachable again, if it
+    /// was not.
+    fn broker_connected(&self, broker_id: i32) {
+        *self
+            .broker_connections
+            .borrow_mut()
+            .entry(broker_id)
+            .or_default() += 1;
+        if self.disconnected.borrow_mut().remove(&broker_id).is_some() {
+            info!(broker_id, "broker connected again before being fenced");
+        }
+    }
+
+    /// A connection that carried broker `broker_id`'s requests ended; `by_peer` when the
+    /// broker's end closed it or the socket failed. When that was its last one, the broker is
+    /// fenced after `broker_disconnect_fence` unless it connects again: a process killed
+    /// (kill -9, a crash, the OOM killer) has its sockets closed by the kernel at once, and
+    /// waiting out the whole session timeout would leave its partitions leaderless for
+    /// seconds. A live broker whose connection broke connects again within its metadata
+    /// fetch's retry (tens of milliseconds); a broker that cannot reach the controller at all
+    /// keeps its socket open and is fenced by the session timeout, as in Kafka.
+    fn broker_disconnected(&self, broker_id: i32, by_peer: bool) {
+        let open = {
+            let mut connections = self.broker_connections.borrow_mut();
+            let Some(count) = connections.get_mut(&broker_id) else {
+                return;
+            };
+            *count = count.saturating_sub(1);
+            let open = *count;
+            if open == 0 {
+                connections.remove(&broker_id);
+            }
+            open
+        };
+        let Some(grace) = self.settings.broker_disconnect_fence else {
+            return;
+        };
+        if open > 0 || !by_peer || !self.active.get() {
+            return;
+        }
+        if !self.sessions.borrow().contains_key(&broker_id) {
+            return;
+        }
+        info!(
+            broker_id,
+            grace_ms = grace.as_millis() as u64,
+            "broker's controller connection closed by its end; fencing it unless it connects again"
+        );
+        self.disconnected
+            .borrow_mut()
+            .insert(broker_id, Instant::now() + grace);
+    }
+
     /// Fences brokers whose session expired, one entry per broker.
     async fn check_sessions(this: std::rc::Weak<QuorumController>) {
         let mut pause = SESSION_CHECK_INTERVAL;
@@ -636,9 +715,9 @@ impl QuorumController {
             let expired: Vec<i32> = controller
                 .sessions
                 .borrow()
-                .iter()
-                .filter(|(_, deadline)| **deadline <= now)
-                .map(|(id, _)| *id)
+                .keys()
+                .copied()
+                .filter(|id| controller.session_over(*id, now).is_some())
                 .collect();
             for broker_id in expired {
                 controller.fence_expired(broker_id).await;
@@ -692,14 +771,9 @@ impl QuorumController {
         if !self.active.get() {
             return;
         }
-        let still_expired = self
-            .sessions
-            .borrow()
-            .get(&broker_id)
-            .is_some_and(|deadline| *deadline <= Instant::now());
-        if !still_expired {
+        let Some(why) = self.session_over(broker_id, Instant::now()) else {
             return;
-        }
+        };
         let records = {
             let state = self.state.borrow();
             match state.brokers.get(&broker_id) {
@@ -719,11 +793,12 @@ impl QuorumController {
             }
         };
         self.sessions.borrow_mut().remove(&broker_id);
+        self.disconnected.borrow_mut().remove(&broker_id);
         if records.is_empty() {
             return;
         }
         match self.commit(records).await {
-            Ok(index) => warn!(broker_id, index, "broker fenced: its session expired"),
+            Ok(index) => warn!(broker_id, index, "broker fenced: {why}"),
             Err(error) => warn!(broker_id, %error, "fencing an expired broker failed"),
         }
     }
@@ -1009,6 +1084,7 @@ impl QuorumController {
             .map(|b| b.broker_id)
             .collect();
         {
+            self.disconnected.borrow_mut().clear();
             let mut sessions = self.sessions.borrow_mut();
             sessions.clear();
             for id in live {
@@ -1048,6 +1124,14 @@ impl RpcHandler for QuorumController {
     ) -> impl std::future::Future<Output = Option<ControllerResponse>> {
         self.serve_request(request)
     }
+
+    fn broker_connected(&self, broker_id: i32) {
+        QuorumController::broker_connected(self, broker_id);
+    }
+
+    fn broker_disconnected(&self, broker_id: i32, by_peer: bool) {
+        QuorumController::broker_disconnected(self, broker_id, by_peer);
+    }
 }
 
 /// The driver's view of the controller; weak, so that the driver does not keep it alive.
@@ -1079,6 +1163,7 @@ impl Applier for ControllerApplier {
             controller.active.set(false);
             controller.leader_index_first.set(None);
             controller.sessions.borrow_mut().clear();
+            controller.disconnected.borrow_mut().clear();
         }
     }
 }
@@ -1311,12 +1396,123 @@ mod tests {
             tick: Duration::from_millis(10),
             election_timeout: Duration::from_millis(200),
             broker_session_timeout: Duration::from_secs(9),
+            broker_disconnect_fence: Some(Duration::from_millis(100)),
             delete_topic_enable: true,
             partitions_max: 1000,
             unclean_leader_election_enable: false,
             leader_imbalance_check_interval: None,
         };
         (dir, settings)
+    }
+
+    /// A broker whose connection to the active controller its end closes (the kernel does so
+    /// when the process is killed) is fenced within `broker_disconnect_fence`, long before its
+    /// 9 s session would expire; a broker whose connection closes but that connects again at
+    /// once, and one whose connection this side closes, keep their sessions.
+    #[test]
+    fn a_broker_whose_connection_closes_is_fenced_unless_it_connects_again() {
+        use crate::rpc_net::{serve, RpcClient};
+        let (dir, settings) = lone_voter("disconnect-fence");
+        let fence = settings.broker_disconnect_fence.expect("set by lone_voter");
+        glommio::LocalExecutorBuilder::default()
+            .spawn(move || async move {
+                let controller = QuorumController::start(settings).expect("controller starts");
+                wait_for_cluster_id(&controller).await;
+                let listener =
+                    glommio::net::TcpListener::bind("127.0.0.1:0").expect("listener binds");
+                let address = listener.local_addr().expect("bound address");
+                let _server = glommio::spawn_local(serve(
+                    listener,
+                    controller.clone(),
+                    16,
+                    Duration::from_secs(60),
+                ));
+                let mut epochs = BTreeMap::new();
+                let mut clients = BTreeMap::new();
+                for broker_id in [2, 3] {
+                    let client = RpcClient::new(address, 8);
+                    let answer = client
+                        .call(
+                            &ControllerRequest::BrokerRegistration {
+                                broker_id,
+                                incarnation_id: Uuid::from_u128(broker_id as u128),
+                                host: "127.0.0.1".into(),
+                                port: 9000 + broker_id,
+                                rack: None,
+                            },
+                            Duration::from_secs(5),
+                        )
+                        .await;
+                    let Ok(ControllerResponse::BrokerRegistration { result: Ok(epoch) }) = answer
+                    else {
+                        panic!("registration refused: {answer:?}");
+                    };
+                    epochs.insert(broker_id, epoch);
+                    clients.insert(broker_id, client);
+                }
+                let heartbeat = |broker_id: i32| ControllerRequest::BrokerHeartbeat {
+                    broker_id,
+                    broker_epoch: epochs[&broker_id],
+                    current_metadata_offset: i64::MAX,
+                    want_fence: false,
+                    want_shut_down: false,
+                };
+                for (broker_id, client) in &clients {
+                    let answer = client
+                        .call(&heartbeat(*broker_id), Duration::from_secs(5))
+                        .await;
+                    assert!(
+                        matches!(
+                            answer,
+                            Ok(ControllerResponse::BrokerHeartbeat {
+                                result: Ok(HeartbeatState {
+                                    is_fenced: false,
+                                    ..
+                                })
+                            })
+                        ),
+                        "{answer:?}"
+                    );
+                }
+                let fenced = |broker_id: i32| {
+                    controller
+                        .state
+                        .borrow()
+                        .brokers
+                        .get(&broker_id)
+                        .is_none_or(|b| b.fenced)
+                };
+                // Broker 3 connects again at once over a new connection: it stays unfenced.
+                drop(clients.remove(&3));
+                let again = RpcClient::new(address, 8);
+                let answer = again.call(&heartbeat(3), Duration::from_secs(5)).await;
+                assert!(answer.is_ok(), "{answer:?}");
+                // Broker 2's process "dies": its connection is closed by its end.
+                let closed = Instant::now();
+                drop(clients.remove(&2));
+                while !fenced(2) {
+                    assert!(
+                        closed.elapsed() < Duration::from_secs(5),
+                        "broker 2 not fenced after its connection closed"
+                    );
+                    glommio::timer::sleep(Duration::from_millis(10)).await;
+                }
+                assert!(closed.elapsed() >= fence, "fenced before the grace ran out");
+                // Well past the grace: broker 3, connected again, keeps its session.
+                glommio::timer::sleep(fence * 5).await;
+                assert!(!fenced(3), "a broker that connected again was fenced");
+                // Connections this side closes (idle, bad frames) are not evidence: the
+                // controller tracks them as closed without a fence.
+                controller.broker_connected(3);
+                controller.broker_disconnected(3, false);
+                glommio::timer::sleep(fence * 3).await;
+                assert!(!fenced(3), "fenced after a connection this side closed");
+                drop(again);
+            })
+            .expect("executor")
+            .join()
+            .expect("test ran");
+        let _ = std::fs::remove_dir_all(dir);
     }
 
     /// The single voter elects itself and commits the cluster id.

@@ -282,6 +282,19 @@ rpc_messages! {
 }
 }
 
+impl ControllerRequest {
+    /// The broker whose own request this is (registration, heartbeat, metadata fetch): it
+    /// identifies the connection carrying it as that broker's.
+    pub fn broker_id(&self) -> Option<i32> {
+        match self {
+            ControllerRequest::BrokerRegistration { broker_id, .. }
+            | ControllerRequest::BrokerHeartbeat { broker_id, .. }
+            | ControllerRequest::FetchMetadata { broker_id, .. } => Some(*broker_id),
+            _ => None,
+        }
+    }
+}
+
 rpc_messages! {
     /// A response on the controller listener.
     pub enum ControllerResponse (kind::RESPONSE) {

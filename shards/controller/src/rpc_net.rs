@@ -526,6 +526,15 @@ pub trait RpcHandler {
         &self,
         request: ControllerRequest,
     ) -> impl Future<Output = Option<ControllerResponse>>;
+
+    /// A connection carried a request of broker `broker_id` itself (registration, heartbeat,
+    /// metadata fetch) for the first time.
+    fn broker_connected(&self, _broker_id: i32) {}
+
+    /// A connection of broker `broker_id` (see `broker_connected`) ended: `by_peer` when its
+    /// end closed it or the socket failed, not when this side closed it (idle, bad frame,
+    /// shutdown).
+    fn broker_disconnected(&self, _broker_id: i32, _by_peer: bool) {}
 }
 
 /// The controller listener's accept loop: serves each connection with `handler`, at most
@@ -606,6 +615,29 @@ struct Connection<H> {
     last_active: Cell<Instant>,
     /// A one-way request is being handled (in the reader, without a slot).
     handling_one_way: Cell<bool>,
+    /// The broker whose own requests this connection carries, once one arrived.
+    broker_id: Cell<Option<i32>>,
+}
+
+impl<H: RpcHandler> Connection<H> {
+    /// Notes whose connection this is from a request naming its broker.
+    fn identify(&self, request: &ControllerRequest) {
+        let Some(broker_id) = request.broker_id() else {
+            return;
+        };
+        match self.broker_id.get() {
+            Some(known) if known == broker_id => {}
+            known => {
+                // A second broker id on one connection is odd but harmless: the connection
+                // now stands for the newer one.
+                if let Some(known) = known {
+                    self.handler.broker_disconnected(known, false);
+                }
+                self.broker_id.set(Some(broker_id));
+                self.handler.broker_connected(broker_id);
+            }
+        }
+    }
 }
 
 impl<H> Connection<H> {
@@ -651,6 +683,7 @@ async fn serve_connection<H: RpcHandler + 'static>(
         slots: Rc::new(Semaphore::new(REQUESTS_IN_FLIGHT_MAX as u64)),
         last_active: Cell::new(Instant::now()),
         handling_one_way: Cell::new(false),
+        broker_id: Cell::new(None),
     };
     // Ok(None): idle; the reader and the writer only ever end with an error.
     let read = async { read_requests(&connection, &mut reader).await.map(Some) };
@@ -660,6 +693,10 @@ async fn serve_connection<H: RpcHandler + 'static>(
         Ok(None)
     };
     let ended = futures_lite::future::or(read, futures_lite::future::or(write, idle)).await;
+    if let Some(broker_id) = connection.broker_id.get() {
+        let by_peer = matches!(ended, Err(RpcError::Closed) | Err(RpcError::Io(_)));
+        connection.handler.broker_disconnected(broker_id, by_peer);
+    }
     match ended {
         Ok(Some(never)) => match never {},
         Ok(None) => debug!(
@@ -707,6 +744,7 @@ async fn read_requests<H: RpcHandler + 'static, R: AsyncRead + Unpin>(
     loop {
         while let Some((correlation_id, request)) = frames.next(ControllerRequest::decode)? {
             connection.touch();
+            connection.identify(&request);
             if correlation_id == ONE_WAY {
                 // Handled here, in arrival order: Raft tolerates lost messages, but reordered
                 // ones only slow it down.

@@ -56,6 +56,9 @@ pub enum ShardEvent {
     Listening(ShardId),
     /// Connections drained after a shutdown signal.
     Drained(ShardId),
+    /// The node executor: this broker left the cluster (controlled shutdown: fenced, its
+    /// leaderships moved, and its shards hold the image that says so), or it is no broker.
+    Left(ShardId),
     /// Could not start.
     Failed(ShardId, String),
 }

@@ -173,6 +173,24 @@ struct FetchedPartition {
     /// The leader epoch of the image that assigned it here.
     leader_epoch: i32,
     status: PartitionStatus,
+    /// Answers in a row that said the leader's metadata and ours disagree (see
+    /// [`metadata_lag_backoff`]); reset by a good answer.
+    metadata_lag_errors: u32,
+}
+
+/// The first pause after an answer saying the leader's metadata and ours disagree
+/// (NOT_LEADER_OR_FOLLOWER, UNKNOWN_LEADER_EPOCH, ...).
+const METADATA_LAG_BACKOFF_FIRST: Duration = Duration::from_millis(25);
+
+/// The pause after the `errors`-th such answer in a row: 25 ms doubling up to
+/// `replica.fetch.backoff.ms`. After a leader change the follower often learns it from the
+/// metadata a few milliseconds before the new leader does, and asks while the leader still
+/// answers UNKNOWN_LEADER_EPOCH; Kafka then waits the whole `replica.fetch.backoff.ms` (1 s),
+/// and acks=all produces wait with it. A leader that stays behind is asked less and less
+/// often, never more than every 40 ms on average over its first second.
+fn metadata_lag_backoff(errors: u32, max: Duration) -> Duration {
+    let doubled = METADATA_LAG_BACKOFF_FIRST.saturating_mul(1u32 << errors.min(16));
+    doubled.min(max)
 }
 
 /// What was asked of one partition in the request in flight.
@@ -219,6 +237,7 @@ impl FetcherState {
             Some(p) => {
                 p.leader_epoch = leader_epoch;
                 p.status = PartitionStatus::Fetching;
+                p.metadata_lag_errors = 0;
             }
             None => {
                 self.partitions.insert(
@@ -227,6 +246,7 @@ impl FetcherState {
                         topic,
                         leader_epoch,
                         status: PartitionStatus::Fetching,
+                        metadata_lag_errors: 0,
                     },
                 );
             }
@@ -392,13 +412,16 @@ impl FetcherState {
                             },
                         })
                     }
-                    ErrorCode::NONE => actions.push(PartitionAction::Append {
-                        tp,
-                        fetch_offset: asked.fetch_offset,
-                        records: whole_batches(data.records.unwrap_or_default()),
-                        high_watermark: data.high_watermark,
-                        log_start_offset: data.log_start_offset,
-                    }),
+                    ErrorCode::NONE => {
+                        p.metadata_lag_errors = 0;
+                        actions.push(PartitionAction::Append {
+                            tp,
+                            fetch_offset: asked.fetch_offset,
+                            records: whole_batches(data.records.unwrap_or_default()),
+                            high_watermark: data.high_watermark,
+                            log_start_offset: data.log_start_offset,
+                        })
+                    }
                     ErrorCode::OFFSET_OUT_OF_RANGE => actions.push(PartitionAction::OutOfRange {
                         tp,
                         topic: p.topic.clone(),
@@ -421,24 +444,34 @@ impl FetcherState {
                         // UNKNOWN_TOPIC_OR_PARTITION, REPLICA_NOT_AVAILABLE, KAFKA_STORAGE_ERROR:
                         // the leader's metadata and ours disagree for now; the next image (or
                         // the leader catching up) settles it. Anything else is unexpected.
-                        let expected = matches!(
+                        let metadata_lag = matches!(
                             code,
                             ErrorCode::NOT_LEADER_OR_FOLLOWER
                                 | ErrorCode::UNKNOWN_LEADER_EPOCH
                                 | ErrorCode::UNKNOWN_TOPIC_ID
                                 | ErrorCode::UNKNOWN_TOPIC_OR_PARTITION
-                                | ErrorCode::REPLICA_NOT_AVAILABLE
-                                | ErrorCode::KAFKA_STORAGE_ERROR
-                                | ErrorCode::INCONSISTENT_TOPIC_ID
                         );
+                        let expected = metadata_lag
+                            || matches!(
+                                code,
+                                ErrorCode::REPLICA_NOT_AVAILABLE
+                                    | ErrorCode::KAFKA_STORAGE_ERROR
+                                    | ErrorCode::INCONSISTENT_TOPIC_ID
+                            );
                         if expected {
                             debug!(topic = %p.topic, partition = tp.partition, leader = self.leader_id, error = error_name(code.0), "replica fetch error; backing off");
                         } else {
                             warn!(topic = %p.topic, partition = tp.partition, leader = self.leader_id, error = error_name(code.0), "unexpected replica fetch error; backing off");
                         }
-                        p.status = PartitionStatus::Delayed {
-                            until: now + self.config.backoff,
+                        let pause = if metadata_lag {
+                            let pause =
+                                metadata_lag_backoff(p.metadata_lag_errors, self.config.backoff);
+                            p.metadata_lag_errors = p.metadata_lag_errors.saturating_add(1);
+                            pause
+                        } else {
+                            self.config.backoff
                         };
+                        p.status = PartitionStatus::Delayed { until: now + pause };
                     }
                 }
             }

@@ -332,8 +332,20 @@ fn a_fenced_epoch_waits_for_metadata_with_another_epoch() {
     assert_eq!(state.status(&tp(1, 0)), Some(PartitionStatus::Fetching));
 }
 
+/// Whether the leader answering `code` means its metadata and ours disagree for now, so that
+/// the first retry comes after 25 ms instead of the whole backoff.
+fn metadata_lag(code: ErrorCode) -> bool {
+    matches!(
+        code,
+        ErrorCode::NOT_LEADER_OR_FOLLOWER
+            | ErrorCode::UNKNOWN_LEADER_EPOCH
+            | ErrorCode::UNKNOWN_TOPIC_ID
+            | ErrorCode::UNKNOWN_TOPIC_OR_PARTITION
+    )
+}
+
 #[test]
-fn leadership_and_topic_errors_back_off_for_the_backoff() {
+fn leadership_and_topic_errors_back_off() {
     for code in [
         ErrorCode::NOT_LEADER_OR_FOLLOWER,
         ErrorCode::UNKNOWN_LEADER_EPOCH,
@@ -358,7 +370,8 @@ fn leadership_and_topic_errors_back_off_for_the_backoff() {
             1,
             "{code:?}: only the healthy partition acts"
         );
-        let until = now + Duration::from_millis(1000);
+        let pause_ms = if metadata_lag(code) { 25 } else { 1000 };
+        let until = now + Duration::from_millis(pause_ms);
         assert_eq!(
             state.status(&tp(1, 0)),
             Some(PartitionStatus::Delayed { until }),
@@ -873,4 +886,52 @@ fn partitions_added_to_an_idle_fetcher_are_fetched_at_once() {
         fetcher.stop.trigger();
         task.await;
     });
+}
+
+/// A leader that keeps answering that its metadata disagrees is asked again after 25 ms, then
+/// twice as long each time up to `replica.fetch.backoff.ms`; a good answer starts over.
+#[test]
+fn metadata_lag_retries_double_up_to_the_backoff_and_reset() {
+    let (mut state, followers) = fetcher(&[tp(1, 0)]);
+    let mut now = Instant::now();
+    let mut pauses = Vec::new();
+    for _ in 0..8 {
+        state
+            .build_request(now, BROKER_EPOCH, followers.lookup())
+            .expect("the partition is due");
+        state.handle_response(
+            now,
+            response(vec![(tp(1, 0), data(ErrorCode::UNKNOWN_LEADER_EPOCH))]),
+            followers.lookup(),
+        );
+        let Some(PartitionStatus::Delayed { until }) = state.status(&tp(1, 0)) else {
+            panic!("not delayed: {:?}", state.status(&tp(1, 0)));
+        };
+        pauses.push((until - now).as_millis() as u64);
+        now = until;
+    }
+    assert_eq!(pauses, [25, 50, 100, 200, 400, 800, 1000, 1000]);
+    state
+        .build_request(now, BROKER_EPOCH, followers.lookup())
+        .expect("due");
+    state.handle_response(
+        now,
+        response(vec![(tp(1, 0), data(ErrorCode::NONE))]),
+        followers.lookup(),
+    );
+    state
+        .build_request(now, BROKER_EPOCH, followers.lookup())
+        .expect("due");
+    state.handle_response(
+        now,
+        response(vec![(tp(1, 0), data(ErrorCode::NOT_LEADER_OR_FOLLOWER))]),
+        followers.lookup(),
+    );
+    assert_eq!(
+        state.status(&tp(1, 0)),
+        Some(PartitionStatus::Delayed {
+            until: now + Duration::from_millis(25)
+        }),
+        "a good answer starts the doubling over"
+    );
 }
