@@ -757,6 +757,18 @@ def test_rf3_acks_all_loses_nothing_when_a_leader_is_killed(cluster):
     _, in_sync_s = _eventually(all_in_sync, f"{victim} back in every ISR of {topic}", 60)
     print(f"restarted {victim}: back in every ISR after {in_sync_s:.1f}s")
 
+    # Kafka 4.4's kafka-get-offsets through every broker: the latest offset of each partition is
+    # its high watermark (the records read back above), the earliest 0, whichever broker is asked.
+    per_partition = Counter(p for p, _o in acked)
+    for name in BROKERS:
+        for time_arg, want in (("-1", dict(per_partition)), ("-2", {p: 0 for p in range(parts)})):
+            out = kafka_cli.run("kafka-get-offsets", "--bootstrap-server", cluster.broker_address(name),
+                                "--topic", topic, "--time", time_arg).stdout
+            got_offsets = {int(f[1]): int(f[2]) for f in (ln.strip().split(":") for ln in out.splitlines())
+                           if len(f) == 3 and f[0] == topic}
+            assert got_offsets == want, (name, time_arg, got_offsets, want)
+    print(f"kafka-get-offsets via each broker: latest {dict(sorted(per_partition.items()))}, earliest 0")
+
 
 # ------------------------------------------------------------------------------------------ 7
 
