@@ -271,9 +271,12 @@ def outage(acked: Path, t_sig: float, t_end: float) -> tuple[float, float] | Non
     answer already on its way at a kill -9; a SIGTERMed broker serving until its leadership has
     moved) and the new leader's first ones are all acks of the partition."""
     times = sorted(r[1] for r in acks_of(acked, 0) if r[2] == 1 and t_sig - 2 <= r[1] <= t_end)
-    if len(times) < 2:
+    # Only stretches that end after the signal: a failover quicker than the steady spacing of
+    # acks leaves its longest stretch before the signal, which it did not cause.
+    stretches = [(b - a, b) for a, b in zip(times, times[1:]) if b > t_sig]
+    if not stretches:
         return None
-    gap, end = max((b - a, b) for a, b in zip(times, times[1:]))
+    gap, end = max(stretches)
     return gap, end - t_sig
 
 

@@ -37,6 +37,7 @@ use tracing::{debug, info, warn};
 
 use crate::context::ShardContext;
 use crate::dispatch::{dispatch, Outcome};
+use crate::fetch_home::{self, FetchHome};
 use crate::group_router::{self, ConnectionHome};
 use crate::socket_io;
 
@@ -80,8 +81,17 @@ enum Ended {
     Closed,
     /// No request came for `connections.max.idle.ms`.
     Idle,
-    /// Its group is coordinated on `shard`: move it there, starting with `frame` (unhandled).
-    MoveTo(ShardId, Bytes),
+    /// It belongs on `shard`: move it there, starting with `frame` (unhandled).
+    MoveTo(ShardId, Bytes, MoveReason),
+}
+
+/// Why a connection moves.
+#[derive(Clone, Copy, Debug)]
+enum MoveReason {
+    /// Its group is coordinated there (`group_router::connection_home`).
+    Group,
+    /// A follower's: its partitions are owned there (`fetch_home`).
+    ReplicaFetch,
 }
 
 /// Serves `stream` as a task of the shard's connection gate (which shutdown waits for).
@@ -147,8 +157,15 @@ async fn serve(ctx: Rc<ShardContext>, mut stream: TcpStream, origin: Origin) {
             idle_ms = ctx.config.connections_max_idle_ms,
             "closing connection: no request for connections.max.idle.ms"
         ),
-        Ok(Ended::MoveTo(shard, frame)) => {
-            debug!(%peer, from = %ctx.shard_id, to = %shard, "connection moves to its group's coordinator shard");
+        Ok(Ended::MoveTo(shard, frame, reason)) => {
+            match reason {
+                MoveReason::Group => {
+                    debug!(%peer, from = %ctx.shard_id, to = %shard, "connection moves to its group's coordinator shard")
+                }
+                MoveReason::ReplicaFetch => {
+                    debug!(%peer, from = %ctx.shard_id, to = %shard, "follower connection moves to its partitions' shard")
+                }
+            }
             return hand_over(&ctx, stream, shard, frame, reader).await;
         }
         Err(ConnectionError::Io(error)) => {
@@ -182,6 +199,8 @@ async fn serve_frames(
     // The idle clock: charged for `idle_limit` now and after each request, raced only against
     // the waits for bytes. One timer for the connection's life, reset in place.
     let mut idle = idle_limit.map(Timer::new);
+    // Whether a Fetch told whose connection this is (a follower's, or a consumer's).
+    let mut fetch_judged = false;
     loop {
         let frame = if reader.has_frame()? {
             reader.take_frame()
@@ -210,10 +229,26 @@ async fn serve_frames(
             }
         };
         if may_move && !ctx.shutdown.is_triggered() {
-            match group_router::connection_home(ctx, &frame) {
+            let (home, reason) = if !fetch_judged && fetch_home::is_fetch(&frame) {
+                let home = match fetch_home::fetch_home(ctx, &frame) {
+                    FetchHome::NotReplica => {
+                        fetch_judged = true;
+                        ConnectionHome::Undecided
+                    }
+                    FetchHome::Unknown => ConnectionHome::Undecided,
+                    FetchHome::Decided(home) => home,
+                };
+                (home, MoveReason::ReplicaFetch)
+            } else {
+                (
+                    group_router::connection_home(ctx, &frame),
+                    MoveReason::Group,
+                )
+            };
+            match home {
                 ConnectionHome::Undecided => {}
                 ConnectionHome::Here => may_move = false,
-                ConnectionHome::Shard(shard) => return Ok(Ended::MoveTo(shard, frame)),
+                ConnectionHome::Shard(shard) => return Ok(Ended::MoveTo(shard, frame, reason)),
             }
         }
         // Counted from the frame read to the response written, however it ends.
