@@ -12,6 +12,7 @@ mod context;
 pub mod controller_client;
 mod dispatch;
 mod error;
+pub mod fetch_session;
 mod group_manager;
 mod group_router;
 pub mod handlers;
