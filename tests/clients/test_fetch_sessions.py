@@ -12,7 +12,10 @@
 - confluent-kafka (librdkafka: full fetches, no sessions) through the same assignment changes.
 - `max.incremental.fetch.session.cache.slots` bounds the cache: with 16 slots, of 100 full fetches
   from a consumer exactly 16 get a session, and those 16 keep working (on Sluice, with one shard,
-  the /metrics gauge counts 16)."""
+  the /metrics gauge counts 16).
+- Sluice only: with its session evicted again and again, the Java consumer is answered
+  FETCH_SESSION_ID_NOT_FOUND (as for a session of another shard), re-sends full fetches and reads
+  every record once."""
 
 from __future__ import annotations
 
@@ -31,6 +34,9 @@ import harness  # noqa: E402
 import wire  # noqa: E402
 from wire import carray, cstring  # noqa: E402
 
+# Four shards on two cores (ignored by Kafka): a session lives on its connection's shard while
+# its partitions are read on all four.
+BROKER_SETTINGS = {"sluice.shards": 4}
 FETCH = 1
 NONE, FETCH_SESSION_ID_NOT_FOUND, INVALID_FETCH_SESSION_EPOCH, FETCH_SESSION_TOPIC_ID_ERROR = 0, 70, 71, 106
 
@@ -39,9 +45,13 @@ def create_topic(bootstrap: str, topic: str, partitions: int) -> None:
     admin = AdminClient({"bootstrap.servers": bootstrap})
     admin.create_topics([NewTopic(topic, num_partitions=partitions, replication_factor=1)],
                         operation_timeout=30)[topic].result(timeout=30)
-    deadline = time.time() + 30
+    # A broker opening many partitions may answer Metadata late: retry until it lists them all.
+    deadline = time.time() + 60
     while time.time() < deadline:
-        md = admin.list_topics(topic=topic, timeout=10).topics.get(topic)
+        try:
+            md = admin.list_topics(topic=topic, timeout=10).topics.get(topic)
+        except ck.KafkaException:
+            continue
         if md and md.error is None and len(md.partitions) == partitions and \
                 all(p.leader >= 0 for p in md.partitions.values()):
             return
@@ -247,4 +257,53 @@ def test_the_cache_is_bounded_by_its_slots(tmp_path):
         finally:
             f.close()
     finally:
+        assert b.stop() in b.clean_exit_codes()
+
+
+def test_the_java_consumer_recovers_from_evicted_sessions(tmp_path, java_tool, logdir):
+    """(Sluice only: Kafka's eviction time is a constant 120 s.) One slot, sessions unused for
+    more than 0 ms evictable: a raw fetcher opening a session every few milliseconds keeps
+    evicting the Java consumer's, which is then answered FETCH_SESSION_ID_NOT_FOUND — as a
+    request naming a session of another shard is — re-sends a full fetch, and still reads every
+    record once, in order."""
+    if harness.TARGET == "kafka":
+        pytest.skip("min.incremental.fetch.session.eviction.ms is a constant (120 s) in Kafka")
+    import threading
+
+    settings = {"max.incremental.fetch.session.cache.slots": 1, "sluice.shards": 1,
+                "sluice.min.incremental.fetch.session.eviction.ms": 0}
+    b = harness.Broker(tmp_path / "evicting", settings)
+    b.start()
+    stop = threading.Event()
+    opened = []
+    try:
+        topic = "sessions-evicted"
+        create_topic(b.bootstrap, topic, 6)
+        create_topic(b.bootstrap, "sessions-evictor", 1)
+
+        def evict():
+            f = RawFetcher(b)
+            try:
+                while not stop.is_set():
+                    opened.append(f.fetch(12, 0, 0, [("sessions-evictor", [(0, 0)])], max_wait_ms=0)[1])
+                    time.sleep(0.005)
+            finally:
+                f.close()
+
+        evictor = threading.Thread(target=evict, daemon=True)
+        evictor.start()
+        try:
+            r = java_tool(["session-consume", "--bootstrap", b.bootstrap, "--topic", topic, "--phases", PHASES,
+                           "--per-phase", "100"], logdir=logdir, timeout=300)
+        finally:
+            stop.set()
+            evictor.join(10)
+        assert "OK phases=6" in r.stdout, r.stdout[-3000:]
+        evicted = r.stderr.count("was likely evicted")
+        assert evicted >= 1, r.stderr[-3000:]
+        assert sum(1 for i in opened if i != 0) >= 1
+        print(f"java consumer: {evicted} FETCH_SESSION_ID_NOT_FOUND answers, recovered with full fetches; "
+              f"{len(opened)} raw sessions opened")
+    finally:
+        stop.set()
         assert b.stop() in b.clean_exit_codes()
