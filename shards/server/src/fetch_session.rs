@@ -144,6 +144,10 @@ struct FetchSession {
     epoch: i32,
     /// Ordered by key: a request built from it names each topic once.
     partitions: BTreeMap<PartitionKey, CachedPartition>,
+    /// The partition the next read starts after: the last one that returned records. A
+    /// response fills its byte budget in request order, so a fixed order would starve the last
+    /// partitions of a busy session; Kafka moves returned partitions to the end, this rotates.
+    start_after: Option<PartitionKey>,
     /// Whether a privileged new session may evict it (as of its last use).
     evictable_by_privileged: bool,
     /// Whether any new session may evict it (as of its last use).
@@ -345,16 +349,23 @@ impl FetchSessionCache {
                     *response = error_response(ErrorCode::INVALID_FETCH_SESSION_EPOCH);
                     return;
                 }
+                let mut last_returned = None;
                 for topic in &mut response.responses {
                     let (topic_id, name) = (topic.topic_id, std::mem::take(&mut topic.topic));
                     topic.partitions.retain(|data| {
                         let key = key_of(uses_topic_ids, topic_id, &name, data.partition_index);
+                        if data.records.as_ref().is_some_and(|r| !r.is_empty()) {
+                            last_returned = Some(key.clone());
+                        }
                         session
                             .partitions
                             .get_mut(&key)
                             .is_none_or(|cached| cached.must_respond(data))
                     });
                     topic.topic = name;
+                }
+                if last_returned.is_some() {
+                    session.start_after = last_returned;
                 }
                 response.responses.retain(|t| !t.partitions.is_empty());
                 response.session_id = id;
@@ -390,6 +401,7 @@ impl FetchSessionCache {
                 last_used_ms: now_ms,
                 epoch: next_epoch(INITIAL_EPOCH),
                 partitions,
+                start_after: None,
                 evictable_by_privileged: false,
                 evictable_by_all: false,
             },
@@ -491,10 +503,20 @@ fn key_of(uses_topic_ids: bool, topic_id: Uuid, name: &str, partition: i32) -> P
     }
 }
 
-/// The request's topics for every partition of `session`, one entry per topic.
+/// The request's topics for every partition of `session`, from the one after `start_after`
+/// round to it; one entry per run of a topic's partitions (a topic the rotation splits between
+/// the end and the start of the order is named twice, as Kafka's answers may name it).
 fn topics_of(session: &FetchSession) -> Vec<FetchTopic> {
+    use std::ops::Bound::{Excluded, Unbounded};
     let mut topics: Vec<FetchTopic> = Vec::new();
-    for ((topic_id, name, partition), cached) in &session.partitions {
+    let (tail, head) = match &session.start_after {
+        Some(key) => (
+            session.partitions.range((Excluded(key), Unbounded)),
+            Some(session.partitions.range(..=key)),
+        ),
+        None => (session.partitions.range::<PartitionKey, _>(..), None),
+    };
+    for ((topic_id, name, partition), cached) in tail.chain(head.into_iter().flatten()) {
         let p = cached.to_request(*partition);
         match topics.last_mut() {
             Some(t) if t.topic_id == *topic_id && t.topic == *name => t.partitions.push(p),

@@ -157,17 +157,17 @@ fn a_full_fetch_opens_a_session_and_increments_name_only_changes() {
     assert_eq!((cache.len(), cache.partitions_cached()), (1, 3));
 
     // Epoch 1 names partition 1 at a new offset: all three are read (0 and 2 from the
-    // session); only the one with records and — since the high watermark moved — all three
-    // are answered.
+    // session); the high watermark moved, so all three are answered.
     let (context, read, resp) = incremental(&mut cache, request(id, 1, &[(1, 4)]), 11, &[1]);
     assert_eq!(context, FetchContext::Incremental { id, epoch: 2 });
     assert_eq!(read, vec![(0, 0), (1, 4), (2, 0)]);
     assert_eq!(answered(&resp), vec![0, 1, 2]);
     assert_eq!(resp.session_id, id);
 
-    // Nothing changed: the answer is empty.
+    // Nothing changed: the answer is empty. (The read starts after partition 1, the last one
+    // that returned records.)
     let (_, read, resp) = incremental(&mut cache, request(id, 2, &[]), 11, &[]);
-    assert_eq!(read, vec![(0, 0), (1, 4), (2, 0)]);
+    assert_eq!(read, vec![(2, 0), (0, 0), (1, 4)]);
     assert!(resp.responses.is_empty());
     assert_eq!((resp.error_code, resp.session_id), (0, id));
 
@@ -183,7 +183,7 @@ fn a_full_fetch_opens_a_session_and_increments_name_only_changes() {
         partitions: vec![0],
     }];
     let (_, read, resp) = incremental(&mut cache, req, 11, &[]);
-    assert_eq!(read, vec![(1, 4), (2, 0), (5, 7)]);
+    assert_eq!(read, vec![(5, 7), (1, 4), (2, 0)]);
     // A new partition is answered once (its high watermark was never sent).
     assert_eq!(answered(&resp), vec![5]);
     assert_eq!(cache.partitions_cached(), 3);
@@ -399,4 +399,33 @@ fn epochs_wrap_to_one() {
     assert_eq!(next_epoch(0), 1);
     assert_eq!(next_epoch(i32::MAX), 1);
     assert_eq!(next_epoch(-1), -1);
+}
+
+#[test]
+fn reads_start_after_the_last_partition_that_returned_records() {
+    let mut cache = cache(10);
+    let id = open(&mut cache, &[(0, 0), (1, 0), (2, 0)], false, 0);
+    // Partition 1 returns records: the next read starts at 2, then 0, then 1.
+    let (_, read, _) = incremental(&mut cache, request(id, 1, &[]), 10, &[1]);
+    assert_eq!(read, vec![(0, 0), (1, 0), (2, 0)]);
+    let mut req = request(id, 2, &[]);
+    cache.new_context(V, &mut req, 1);
+    assert_eq!(asked(&req), vec![(2, 0), (0, 0), (1, 0)]);
+    // One topic: named once, its partitions in the rotated order.
+    assert_eq!(req.topics.len(), 1);
+    let mut resp = answer(&req, 10, &[0]);
+    cache.complete(
+        FetchContext::Incremental { id, epoch: 3 },
+        V,
+        &req,
+        false,
+        &mut resp,
+        1,
+    );
+    assert_eq!(answered(&resp), vec![0]);
+    let (_, read, _) = incremental(&mut cache, request(id, 3, &[]), 10, &[]);
+    assert_eq!(read, vec![(1, 0), (2, 0), (0, 0)]);
+    // Nothing returned: the order stays.
+    let (_, read, _) = incremental(&mut cache, request(id, 4, &[]), 10, &[]);
+    assert_eq!(read, vec![(1, 0), (2, 0), (0, 0)]);
 }
