@@ -17,6 +17,7 @@ use sluice_protocol::request::{RequestBody, ResponseBody};
 use sluice_protocol::{ErrorCode, Uuid};
 use sluice_replica::{FollowerFetchState, TopicIdPartition};
 use sluice_server::broker_client::{BrokerClientError, BrokerConnection};
+use sluice_server::replica_fetcher::session::SessionHandler;
 use sluice_server::replica_fetcher::{
     leader_offsets, whole_batches, FetcherConfig, FetcherState, PartitionStatus,
     REPLICA_FETCH_VERSION,
@@ -71,6 +72,7 @@ fn a_follower_connection_copies_a_leader_log_and_learns_its_offsets() {
         assert_eq!(missing, Err(ErrorCode::UNKNOWN_TOPIC_OR_PARTITION));
 
         copy_log(&mut conn, id, end).await;
+        fetch_session(&mut conn, id, end).await;
     });
 }
 
@@ -183,6 +185,67 @@ async fn copy_log(conn: &mut BrokerConnection, id: Uuid, end: i64) {
     );
 }
 
+/// The fetcher's session handler against the leader (here as a consumer: replica id -1, the
+/// same session rules): a full request opens a session, the next names nothing and is answered
+/// with nothing, and forgetting the last partition closes the session (the answer says 0).
+async fn fetch_session(conn: &mut BrokerConnection, id: Uuid, end: i64) {
+    let partition = FetchPartition {
+        partition: 0,
+        fetch_offset: end,
+        log_start_offset: -1,
+        partition_max_bytes: 100_000,
+        ..FetchPartition::default()
+    };
+    let topics = vec![FetchTopic {
+        topic_id: id,
+        partitions: vec![partition],
+        ..FetchTopic::default()
+    }];
+    let mut handler = SessionHandler::default();
+    let mut send = async |handler: &mut SessionHandler, topics: Vec<FetchTopic>| {
+        let session = handler.build(topics);
+        let request = FetchRequest {
+            max_wait_ms: 0,
+            min_bytes: 1,
+            max_bytes: 10_485_760,
+            session_id: session.session_id,
+            session_epoch: session.epoch,
+            topics: session.topics,
+            forgotten_topics_data: session.forgotten,
+            ..FetchRequest::default()
+        };
+        let sent = (
+            request.session_id,
+            request.session_epoch,
+            request.topics.len(),
+        );
+        let ResponseBody::Fetch(response) = conn
+            .send(RequestBody::Fetch(request), REPLICA_FETCH_VERSION, TIMEOUT)
+            .await
+            .unwrap()
+        else {
+            panic!("a Fetch response");
+        };
+        assert_eq!(response.error_code, 0);
+        assert!(handler.handle_response(&response));
+        (sent, response)
+    };
+    let ((sid, epoch, named), response) = send(&mut handler, topics.clone()).await;
+    assert_eq!((sid, epoch, named), (0, 0, 1));
+    assert_ne!(response.session_id, 0, "a full fetch opens a session");
+    assert_eq!(response.responses[0].partitions[0].high_watermark, end);
+    let opened = response.session_id;
+    let ((sid, epoch, named), response) = send(&mut handler, topics.clone()).await;
+    assert_eq!((sid, epoch, named), (opened, 1, 0));
+    assert_eq!(response.session_id, opened);
+    assert!(response.responses.is_empty(), "{response:?}");
+    // The partition left out: forgotten, the session left empty is closed.
+    let ((sid, epoch, named), response) = send(&mut handler, Vec::new()).await;
+    assert_eq!((sid, epoch, named), (opened, 2, 0));
+    assert_eq!(response.session_id, 0);
+    assert_eq!(handler.session_id(), 0);
+}
+
 /// Produces 30 batches of 10 KiB: a 100 KB partition limit takes several fetches, and each
 /// response spans several socket reads. A new topic's first produce is retried while its
 /// leader is being set up (Kafka answers NOT_LEADER_OR_FOLLOWER for a moment).
@@ -243,6 +306,7 @@ fn the_fetcher_wire_against_apache_kafka() {
         let missing = leader_offsets(&mut conn, 2, &topic, 7, -1).await.unwrap();
         assert_eq!(missing, Err(ErrorCode::UNKNOWN_TOPIC_OR_PARTITION));
         copy_log(&mut conn, id, end).await;
+        fetch_session(&mut conn, id, end).await;
 
         // A replica fetch by broker 2, which is no replica of the partition: Kafka decodes
         // the v17 request (ReplicaState tag) and refuses the partition; the fetcher backs off.

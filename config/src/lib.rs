@@ -236,6 +236,13 @@ pub struct BrokerConfig {
     /// `replica.lag.time.max.ms`: a follower not caught up with the leader's end for this long
     /// leaves the ISR.
     pub replica_lag_time_max_ms: i64,
+    /// `max.incremental.fetch.session.cache.slots`: fetch sessions (KIP-227) the broker keeps,
+    /// split evenly among the data shards as Kafka splits them among its cache shards.
+    pub max_incremental_fetch_session_cache_slots: i32,
+    /// `sluice.min.incremental.fetch.session.eviction.ms`: a fetch session unused this long may
+    /// be evicted by any new one (Kafka's constant `MIN_INCREMENTAL_FETCH_SESSION_EVICTION_MS`,
+    /// 120 s; a setting here so that tests can drive eviction).
+    pub sluice_min_incremental_fetch_session_eviction_ms: i64,
     /// `num.replica.fetchers`: accepted and ignored; Sluice runs one fetcher per data shard and
     /// leader broker.
     pub num_replica_fetchers: i32,
@@ -420,6 +427,8 @@ impl BrokerConfig {
             replica_fetch_backoff_ms: 1_000,
             replica_lag_time_max_ms: 30_000,
             num_replica_fetchers: 1,
+            max_incremental_fetch_session_cache_slots: 1_000,
+            sluice_min_incremental_fetch_session_eviction_ms: 120_000,
             group_min_session_timeout_ms: 6_000,
             group_max_session_timeout_ms: 1_800_000,
             group_initial_rebalance_delay_ms: 3_000,

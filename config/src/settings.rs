@@ -389,6 +389,22 @@ pub static SETTINGS: &[Setting] = &[
         },
     },
     Setting {
+        name: "max.incremental.fetch.session.cache.slots",
+        doc: "Fetch sessions (KIP-227) the broker keeps, split evenly among its data shards.",
+        apply: |c, v| {
+            c.max_incremental_fetch_session_cache_slots = int_in(v, 0, i32::MAX as i64)? as i32;
+            Ok(())
+        },
+    },
+    Setting {
+        name: "sluice.min.incremental.fetch.session.eviction.ms",
+        doc: "A fetch session unused this long may be evicted to make room for a new one.",
+        apply: |c, v| {
+            c.sluice_min_incremental_fetch_session_eviction_ms = int_in(v, 0, i32::MAX as i64)?;
+            Ok(())
+        },
+    },
+    Setting {
         name: "replica.lag.time.max.ms",
         doc: "A follower that has not caught up with the leader's log end for this long leaves the ISR.",
         apply: |c, v| {

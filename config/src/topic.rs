@@ -448,6 +448,15 @@ fn broker_setting_value(c: &BrokerConfig, name: &str) -> (Option<String>, Config
         "replica.fetch.min.bytes" => (s(c.replica_fetch_min_bytes.to_string()), Int),
         "replica.fetch.backoff.ms" => (s(c.replica_fetch_backoff_ms.to_string()), Int),
         "replica.lag.time.max.ms" => (s(c.replica_lag_time_max_ms.to_string()), Long),
+        "max.incremental.fetch.session.cache.slots" => (
+            s(c.max_incremental_fetch_session_cache_slots.to_string()),
+            Int,
+        ),
+        "sluice.min.incremental.fetch.session.eviction.ms" => (
+            s(c.sluice_min_incremental_fetch_session_eviction_ms
+                .to_string()),
+            Int,
+        ),
         "num.replica.fetchers" => (s(c.num_replica_fetchers.to_string()), Int),
         "group.min.session.timeout.ms" => (s(c.group_min_session_timeout_ms.to_string()), Int),
         "group.max.session.timeout.ms" => (s(c.group_max_session_timeout_ms.to_string()), Int),

@@ -5,11 +5,13 @@
 //! from the request path (connection, dispatch, handlers, router, local, pump) through this
 //! context down to the components and the core.
 
+use std::cell::RefCell;
 use std::ops::Deref;
 use std::rc::Rc;
 
 use glommio::sync::Gate;
 
+use crate::fetch_session::FetchSessionCache;
 use crate::group_manager::GroupManager;
 use crate::metrics::ShardMetrics;
 use crate::producer_ids::ProducerIdAllocator;
@@ -32,13 +34,27 @@ pub struct ShardContext {
     pub metrics: Option<ShardMetrics>,
     /// The fetchers of the partitions this shard hosts as a follower, one per leader broker.
     pub replica_fetchers: ReplicaFetcherManager,
+    /// The fetch sessions (KIP-227) of the fetches this shard's connections sent.
+    pub fetch_sessions: RefCell<FetchSessionCache>,
 }
 
 impl ShardContext {
     /// A context over `core`, with no groups loaded and no producer ids yet.
     pub fn new(core: ShardCore) -> ShardContext {
         let replica_fetchers = ReplicaFetcherManager::new(&core.config, core.shard_id);
+        let seed = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos() as u64)
+            ^ ((core.shard_id.0 as u64) << 48);
+        let fetch_sessions = RefCell::new(FetchSessionCache::new(
+            core.shard_id.0 as usize,
+            core.mesh.shard_count(),
+            core.config.max_incremental_fetch_session_cache_slots,
+            core.config.sluice_min_incremental_fetch_session_eviction_ms,
+            seed,
+        ));
         ShardContext {
+            fetch_sessions,
             replica_fetchers,
             core: Rc::new(core),
             producer_ids: ProducerIdAllocator::default(),

@@ -13,6 +13,7 @@ pub mod controller_client;
 mod dispatch;
 mod error;
 mod fetch_home;
+pub mod fetch_session;
 mod group_manager;
 mod group_router;
 pub mod handlers;

@@ -8,8 +8,10 @@
 //!   nobody, or gone leaves. Kafka's `num.replica.fetchers` is ignored: a shard runs one
 //!   fetcher per leader broker.
 //! - One fetcher task per (shard, leader broker): one connection, one Fetch in flight, ended
-//!   when it has no partitions left. Requests are Fetch v17, sessionless (session id 0, epoch
-//!   -1), with the follower's id and broker epoch (KIP-903), topics by id.
+//!   when it has no partitions left. Requests are Fetch v17 in a fetch session (KIP-227,
+//!   [`session::SessionHandler`] as Kafka's `FetchSessionHandler`: full first, then only what
+//!   changed; full again after a session or connection error), with the follower's id and
+//!   broker epoch (KIP-903), topics by id.
 //! - [`FetcherState`] is the fetcher without I/O: it builds the next request from the
 //!   partitions' follower states and turns a response into per-partition actions (append,
 //!   truncate on a diverging epoch, resolve an out-of-range offset), and keeps which partitions
@@ -41,6 +43,8 @@ use tracing::{debug, error, info, warn};
 use crate::broker_client::{BrokerClientError, BrokerConnection};
 use crate::shard_core::ShardCore;
 use crate::util::join_all;
+
+pub mod session;
 
 /// The Fetch version followers send: topics by id, `ReplicaState` (KIP-903) and the diverging
 /// epoch answer (KIP-320) are all there.
@@ -210,6 +214,8 @@ pub struct FetcherState {
     partitions: BTreeMap<TopicIdPartition, FetchedPartition>,
     /// Sorted by partition (built in `partitions` order), for lookups by binary search.
     in_flight: Vec<InFlight>,
+    /// The fetch session with the leader.
+    session: session::SessionHandler,
 }
 
 impl FetcherState {
@@ -220,7 +226,13 @@ impl FetcherState {
             config,
             partitions: BTreeMap::new(),
             in_flight: Vec::new(),
+            session: session::SessionHandler::default(),
         }
+    }
+
+    /// The leader's fetch session id (0 when there is none).
+    pub fn session_id(&self) -> i32 {
+        self.session.session_id()
     }
 
     /// The leader broker fetched from.
@@ -335,6 +347,8 @@ impl FetcherState {
         if topics.is_empty() {
             return None;
         }
+        // In a session, only what changed since the previous request is named.
+        let session = self.session.build(topics);
         Some(FetchRequest {
             replica_id: self.config.replica_id,
             replica_state: ReplicaState {
@@ -346,10 +360,10 @@ impl FetcherState {
             max_bytes: self.config.response_max_bytes,
             // Followers copy the whole log, transactions' records included.
             isolation_level: 0,
-            // Sessionless (Kafka's `FetchMetadata.LEGACY`): every request lists every partition.
-            session_id: 0,
-            session_epoch: -1,
-            topics,
+            session_id: session.session_id,
+            session_epoch: session.epoch,
+            topics: session.topics,
+            forgotten_topics_data: session.forgotten,
             ..FetchRequest::default()
         })
     }
@@ -366,6 +380,23 @@ impl FetcherState {
     ) -> Vec<PartitionAction> {
         let in_flight = std::mem::take(&mut self.in_flight);
         let mut actions = Vec::new();
+        let session_error = matches!(
+            ErrorCode(response.error_code),
+            ErrorCode::FETCH_SESSION_ID_NOT_FOUND
+                | ErrorCode::INVALID_FETCH_SESSION_EPOCH
+                | ErrorCode::FETCH_SESSION_TOPIC_ID_ERROR
+        );
+        if !self.session.handle_response(&response) && session_error {
+            // The next request is full, and a full request gets no session error: no backoff.
+            debug!(
+                leader = self.leader_id,
+                error = error_name(response.error_code),
+                "replica fetch session lost; the next fetch is full"
+            );
+            self.in_flight = in_flight;
+            self.in_flight.clear();
+            return actions;
+        }
         if response.error_code != ErrorCode::NONE.0 {
             warn!(
                 leader = self.leader_id,
@@ -485,11 +516,17 @@ impl FetcherState {
     /// The request in flight failed (connection error, timeout, undecodable answer): every
     /// partition in it waits the backoff (at least [`RECONNECT_BACKOFF_MIN`]).
     pub fn on_request_failed(&mut self, now: Instant) {
+        self.session.on_error();
         let in_flight = std::mem::take(&mut self.in_flight);
         let until = now + self.config.backoff.max(RECONNECT_BACKOFF_MIN);
         self.delay_all(&in_flight, until);
         self.in_flight = in_flight;
         self.in_flight.clear();
+    }
+
+    /// A new connection to the leader: the next request is full (and closes the old session).
+    pub fn on_new_connection(&mut self) {
+        self.session.on_error();
     }
 
     /// An action for `tp` failed for a reason that may pass: it waits the backoff.
@@ -923,7 +960,12 @@ async fn run_fetcher<L: FollowerLogs>(
             .await;
             match connected {
                 None => break,
-                Some(Ok(c)) => connection = Some(c),
+                Some(Ok(c)) => {
+                    // A new connection may land on another shard of the leader, which does not
+                    // know the session: start a new one with a full fetch.
+                    fetcher.state.borrow_mut().on_new_connection();
+                    connection = Some(c);
+                }
                 Some(Err(error)) => {
                     log_failure(&mut failures, leader, &host, port, &error);
                     fetcher.state.borrow_mut().on_request_failed(Instant::now());

@@ -2,8 +2,10 @@
 //! than `min_bytes` came back, wait — without polling — until an append lands on one of them or
 //! `max_wait_ms` passes, then read again.
 //!
-//! Fetch sessions (KIP-227) are declined the way Kafka declines them when its session cache is
-//! full: the response carries session id 0, so clients keep sending full fetch requests.
+//! Fetch sessions (KIP-227): the shard's `FetchSessionCache` (`fetch_session.rs`) decides how a
+//! request is served — sessionless, full (opening a session), incremental (the session's
+//! partitions are read, the answer keeps only what changed) or a session error — and finishes
+//! the answer; this handler reads what the context asks, as for any fetch.
 //!
 //! From v13 topics are named by id; an id this broker does not know is UNKNOWN_TOPIC_ID, as in
 //! Kafka. v18 only adds the follower's `high_watermark` (KIP-1166), a replication field: a
@@ -30,6 +32,7 @@ use sluice_shard::{
 
 use crate::context::ShardContext;
 use crate::error::PartitionError;
+use crate::fetch_session::{self, FetchContext};
 use crate::{leadership, router};
 
 /// Fetch version from which topics are named by id.
@@ -53,19 +56,41 @@ struct Wanted {
 pub async fn handle(
     ctx: &ShardContext,
     version: i16,
-    request: FetchRequest,
+    mut request: FetchRequest,
 ) -> Result<FetchResponse, &'static str> {
-    if request.session_id != 0 {
-        return Ok(top_level_error(ErrorCode::FETCH_SESSION_ID_NOT_FOUND));
+    // An incremental request comes back naming every partition of its session.
+    let context =
+        ctx.fetch_sessions
+            .borrow_mut()
+            .new_context(version, &mut request, fetch_session::now_ms());
+    if let FetchContext::Error(code) = context {
+        return Ok(fetch_session::error_response(code));
     }
     let image = ctx.image();
     let share = partition_share(&request);
     let replica = replica_of(version, &request);
     let wanted = resolve(&image, version, &request, share, replica);
     let results = long_poll(ctx, &request, &wanted).await;
-    let response = build_response(&image, version, &request, &wanted, results);
+    let mut response = build_response(&image, version, &request, &wanted, results);
     if let Some(metrics) = &ctx.metrics {
+        // Before the session drops unchanged partitions (they carry no records).
         crate::metrics::count_fetch(metrics, &image, &request, &response);
+    }
+    let mut sessions = ctx.fetch_sessions.borrow_mut();
+    sessions.complete(
+        context,
+        version,
+        &request,
+        replica.is_some(),
+        &mut response,
+        fetch_session::now_ms(),
+    );
+    if let Some(metrics) = &ctx.metrics {
+        metrics.fetch_sessions(
+            sessions.len(),
+            sessions.partitions_cached(),
+            sessions.evictions(),
+        );
     }
     Ok(response)
 }
@@ -319,14 +344,6 @@ fn error_partition(partition: i32, code: ErrorCode) -> PartitionData {
         preferred_read_replica: -1,
         records: Some(Bytes::new()),
         ..PartitionData::default()
-    }
-}
-
-fn top_level_error(code: ErrorCode) -> FetchResponse {
-    FetchResponse {
-        error_code: code.0,
-        session_id: 0,
-        ..FetchResponse::default()
     }
 }
 

@@ -118,6 +118,12 @@ pub struct ShardCounters {
     /// Time the shard spent on its last answer to a scrape (its own work, not the wait to be
     /// scheduled), microseconds.
     pub stats_us: AtomicU64,
+    /// Fetch sessions (KIP-227) in the shard's cache.
+    pub fetch_sessions: AtomicU64,
+    /// Partitions over those sessions.
+    pub fetch_session_partitions: AtomicU64,
+    /// Sessions evicted to make room for others, since start.
+    pub fetch_session_evictions: AtomicU64,
 }
 
 impl ShardCounters {
@@ -132,6 +138,9 @@ impl ShardCounters {
             tid: AtomicI32::new(0),
             idle_shown_us: AtomicU64::new(0),
             stats_us: AtomicU64::new(0),
+            fetch_sessions: AtomicU64::new(0),
+            fetch_session_partitions: AtomicU64::new(0),
+            fetch_session_evictions: AtomicU64::new(0),
         }
     }
 }
@@ -251,6 +260,17 @@ impl ShardMetrics {
             bytes,
             started: Instant::now(),
         }
+    }
+
+    /// The shard's fetch session cache now holds `sessions` sessions of `partitions`
+    /// partitions in all, after `evictions` evictions since start.
+    pub fn fetch_sessions(&self, sessions: usize, partitions: usize, evictions: u64) {
+        let c = &self.counters;
+        c.fetch_sessions.store(sessions as u64, Ordering::Relaxed);
+        c.fetch_session_partitions
+            .store(partitions as u64, Ordering::Relaxed);
+        c.fetch_session_evictions
+            .store(evictions, Ordering::Relaxed);
     }
 
     /// A response of `bytes` (frame, size prefix included) was written.

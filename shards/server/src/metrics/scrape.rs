@@ -205,7 +205,7 @@ fn encode_requests(out: &mut Exposition, registry: &Registry) {
 /// leaders, busy and idle time.
 fn encode_shards(out: &mut Exposition, registry: &Registry, stats: &[Option<ShardStats>]) {
     let labels: Vec<String> = (0..registry.shards.len()).map(|i| i.to_string()).collect();
-    let gauges: [KindedFamily<super::ShardCounters, u64>; 5] = [
+    let gauges: [KindedFamily<super::ShardCounters, u64>; 8] = [
         (
             "kafka_network_requestchannel_requestqueuesize",
             Kind::Gauge,
@@ -235,6 +235,24 @@ fn encode_shards(out: &mut Exposition, registry: &Registry, stats: &[Option<Shar
             Kind::Counter,
             "Response bytes sent by the shard (kafka.server:type=socket-server-metrics,name=outgoing-byte-total).",
             |c| c.response_bytes.load(Ordering::Relaxed),
+        ),
+        (
+            "kafka_server_fetchsessioncache_numincrementalfetchsessions",
+            Kind::Gauge,
+            "Fetch sessions (KIP-227) cached on the shard (kafka.server:type=FetchSessionCache,name=NumIncrementalFetchSessions).",
+            |c| c.fetch_sessions.load(Ordering::Relaxed),
+        ),
+        (
+            "kafka_server_fetchsessioncache_numincrementalfetchpartitionscached",
+            Kind::Gauge,
+            "Partitions over the shard's fetch sessions (kafka.server:type=FetchSessionCache,name=NumIncrementalFetchPartitionsCached).",
+            |c| c.fetch_session_partitions.load(Ordering::Relaxed),
+        ),
+        (
+            "kafka_server_fetchsessioncache_incrementalfetchsessionevictions_total",
+            Kind::Counter,
+            "Fetch sessions the shard evicted to make room for new ones (kafka.server:type=FetchSessionCache,name=IncrementalFetchSessionEvictionsPerSec).",
+            |c| c.fetch_session_evictions.load(Ordering::Relaxed),
         ),
     ];
     for (name, kind, help, value) in gauges {

@@ -158,8 +158,8 @@ fn the_request_carries_the_follower_state_of_each_partition() {
         ),
         (500, 1, 10_485_760, 0)
     );
-    // Sessionless: every request is a full one.
-    assert_eq!((request.session_id, request.session_epoch), (0, -1));
+    // The first request is full and asks for a fetch session (epoch 0).
+    assert_eq!((request.session_id, request.session_epoch), (0, 0));
     // Grouped by topic id, in partition order.
     assert_eq!(request.topics.len(), 2);
     assert_eq!(named(&request), vec![tp(1, 0), tp(1, 1), tp(2, 0)]);
@@ -934,4 +934,150 @@ fn metadata_lag_retries_double_up_to_the_backoff_and_reset() {
         }),
         "a good answer starts the doubling over"
     );
+}
+
+/// A response in session `session_id` answering `parts`.
+fn session_response(
+    session_id: i32,
+    parts: Vec<(TopicIdPartition, PartitionData)>,
+) -> FetchResponse {
+    let mut r = response(parts);
+    r.session_id = session_id;
+    r
+}
+
+fn forgotten(request: &FetchRequest) -> Vec<TopicIdPartition> {
+    request
+        .forgotten_topics_data
+        .iter()
+        .flat_map(|t| {
+            t.partitions.iter().map(|p| TopicIdPartition {
+                topic_id: t.topic_id,
+                partition: *p,
+            })
+        })
+        .collect()
+}
+
+#[test]
+fn a_session_names_only_what_changed_and_forgets_what_left() {
+    let (mut state, mut followers) = fetcher(&[tp(1, 0), tp(1, 1), tp(2, 0)]);
+    let now = Instant::now();
+    let full = state
+        .build_request(now, BROKER_EPOCH, followers.lookup())
+        .unwrap();
+    assert_eq!((full.session_id, full.session_epoch), (0, 0));
+    assert_eq!(named(&full).len(), 3);
+    // The leader opens session 42; one partition got records.
+    let actions = state.handle_response(
+        now,
+        session_response(
+            42,
+            vec![(
+                tp(1, 1),
+                PartitionData {
+                    records: Some(batch(10, 2)),
+                    ..data(ErrorCode::NONE)
+                },
+            )],
+        ),
+        followers.lookup(),
+    );
+    assert_eq!(actions.len(), 1);
+    assert_eq!(state.session_id(), 42);
+    // The append moved tp(1, 1) to 12: only it is named, in epoch 1.
+    followers.set(tp(1, 1), 12, 5, Some(5));
+    let next = state
+        .build_request(now, BROKER_EPOCH, followers.lookup())
+        .unwrap();
+    assert_eq!((next.session_id, next.session_epoch), (42, 1));
+    assert_eq!(named(&next), vec![tp(1, 1)]);
+    assert_eq!(next.topics[0].partitions[0].fetch_offset, 12);
+    assert!(forgotten(&next).is_empty());
+    // An empty answer (nothing new): the session goes on, nothing changed, nothing named.
+    state.handle_response(now, session_response(42, vec![]), followers.lookup());
+    let next = state
+        .build_request(now, BROKER_EPOCH, followers.lookup())
+        .unwrap();
+    assert_eq!((next.session_id, next.session_epoch), (42, 2));
+    assert!(next.topics.is_empty());
+    // A partition backs off after an error: the session forgets it; it comes back as added.
+    state.handle_response(
+        now,
+        session_response(
+            42,
+            vec![(tp(2, 0), data(ErrorCode::NOT_LEADER_OR_FOLLOWER))],
+        ),
+        followers.lookup(),
+    );
+    let next = state
+        .build_request(now, BROKER_EPOCH, followers.lookup())
+        .unwrap();
+    assert_eq!((next.session_id, next.session_epoch), (42, 3));
+    assert_eq!(forgotten(&next), vec![tp(2, 0)]);
+    state.handle_response(now, session_response(42, vec![]), followers.lookup());
+    let later = now + Duration::from_millis(1001);
+    let next = state
+        .build_request(later, BROKER_EPOCH, followers.lookup())
+        .unwrap();
+    assert_eq!((next.session_id, next.session_epoch), (42, 4));
+    assert_eq!(named(&next), vec![tp(2, 0)]);
+    assert!(forgotten(&next).is_empty());
+}
+
+#[test]
+fn session_errors_make_the_next_fetch_full_without_backoff() {
+    let (mut state, followers) = fetcher(&[tp(1, 0), tp(1, 1)]);
+    let now = Instant::now();
+    state.build_request(now, BROKER_EPOCH, followers.lookup());
+    state.handle_response(now, session_response(42, vec![]), followers.lookup());
+    let next = state
+        .build_request(now, BROKER_EPOCH, followers.lookup())
+        .unwrap();
+    assert_eq!((next.session_id, next.session_epoch), (42, 1));
+    // INVALID_FETCH_SESSION_EPOCH: full again, closing session 42; no partition waits.
+    let mut error = session_response(0, vec![]);
+    error.error_code = ErrorCode::INVALID_FETCH_SESSION_EPOCH.0;
+    assert!(state
+        .handle_response(now, error.clone(), followers.lookup())
+        .is_empty());
+    assert_eq!(state.status(&tp(1, 0)), Some(PartitionStatus::Fetching));
+    let next = state
+        .build_request(now, BROKER_EPOCH, followers.lookup())
+        .unwrap();
+    assert_eq!((next.session_id, next.session_epoch), (42, 0));
+    assert_eq!(named(&next).len(), 2);
+    // The leader opens session 43; then loses it: FETCH_SESSION_ID_NOT_FOUND starts anew.
+    state.handle_response(now, session_response(43, vec![]), followers.lookup());
+    state.build_request(now, BROKER_EPOCH, followers.lookup());
+    error.error_code = ErrorCode::FETCH_SESSION_ID_NOT_FOUND.0;
+    state.handle_response(now, error, followers.lookup());
+    let next = state
+        .build_request(now, BROKER_EPOCH, followers.lookup())
+        .unwrap();
+    assert_eq!((next.session_id, next.session_epoch), (0, 0));
+    assert_eq!(named(&next).len(), 2);
+    // A leader that opens no session (its cache is full): every request stays full.
+    state.handle_response(now, session_response(0, vec![]), followers.lookup());
+    let next = state
+        .build_request(now, BROKER_EPOCH, followers.lookup())
+        .unwrap();
+    assert_eq!((next.session_id, next.session_epoch), (0, 0));
+    assert_eq!(named(&next).len(), 2);
+}
+
+#[test]
+fn a_lost_connection_makes_the_next_fetch_full() {
+    let (mut state, followers) = fetcher(&[tp(1, 0)]);
+    let now = Instant::now();
+    state.build_request(now, BROKER_EPOCH, followers.lookup());
+    state.handle_response(now, session_response(42, vec![]), followers.lookup());
+    state.build_request(now, BROKER_EPOCH, followers.lookup());
+    state.on_request_failed(now);
+    let later = now + Duration::from_millis(1001);
+    let next = state
+        .build_request(later, BROKER_EPOCH, followers.lookup())
+        .unwrap();
+    assert_eq!((next.session_id, next.session_epoch), (42, 0));
+    assert_eq!(named(&next), vec![tp(1, 0)]);
 }

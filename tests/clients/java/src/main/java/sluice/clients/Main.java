@@ -67,6 +67,10 @@ import org.apache.kafka.common.serialization.ByteArraySerializer;
  *         [--session-timeout-ms 45000] [--heartbeat-interval-ms 3000] [--max-poll-records 500] [--max-runtime-s 300]
  *         (subscribes as a classic group member, commitSync after each processed poll; events file lines:
  *          ASSIGN|REVOKE|LOST ts p,p..., REC p offset key, COMMITTED ts p=o,..., COMMIT_FAILED ts msg; exits when S exists)
+ * session-consume --bootstrap B --topic T --phases "0,1;0,1,2,3;2,3;0,3" [--per-phase 200] [--timeout-s 120]
+ *         (fetch sessions: per phase, produces --per-phase records to every partition, assigns the phase's
+ *          partitions — kept ones keep their position, added ones resume where they left off — and reads
+ *          each to its end: offsets contiguous from 0, value seq = offset; FetchSessionHandler logs at debug)
  * admin create --bootstrap B --topic T --partitions N [--configs k=v,k=v]   (exit 10 on TopicExistsException)
  * admin describe-configs --bootstrap B --topic T         (lines: config NAME=VALUE source=SOURCE)
  * admin alter-configs --bootstrap B --topic T [--set k=v,k=v] [--delete k,k]   (incrementalAlterConfigs)
@@ -100,6 +104,9 @@ public final class Main {
                     break;
                 case "group-consume":
                     rc = groupConsume(parse(args, 1));
+                    break;
+                case "session-consume":
+                    rc = sessionConsume(parse(args, 1));
                     break;
                 case "admin":
                     if (args.length < 2) {
@@ -356,6 +363,103 @@ public final class Main {
         }
         OUT.println("stopped");
         return 0;
+    }
+
+    private static int sessionConsume(Map<String, String> o) throws Exception {
+        // Before any Kafka class makes its logger: the session handler's decisions go to stderr,
+        // where the test reads which fetches were full, incremental, or failed.
+        System.setProperty("org.slf4j.simpleLogger.log.org.apache.kafka.clients.FetchSessionHandler", "debug");
+        String topic = req(o, "topic");
+        int perPhase = Integer.parseInt(o.getOrDefault("per-phase", "200"));
+        long timeoutMs = Long.parseLong(o.getOrDefault("timeout-s", "120")) * 1000;
+        List<Set<Integer>> phases = new ArrayList<>();
+        for (String phase : req(o, "phases").split(";")) {
+            Set<Integer> ps = new TreeSet<>();
+            for (String part : phase.split(",")) {
+                ps.add(Integer.parseInt(part.trim()));
+            }
+            phases.add(ps);
+        }
+        Properties pp = new Properties();
+        pp.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, req(o, "bootstrap"));
+        pp.put(ProducerConfig.ACKS_CONFIG, "all");
+        pp.put(ProducerConfig.KEY_SERIALIZER_CLASS_CONFIG, ByteArraySerializer.class.getName());
+        pp.put(ProducerConfig.VALUE_SERIALIZER_CLASS_CONFIG, ByteArraySerializer.class.getName());
+        Properties cp = new Properties();
+        cp.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, req(o, "bootstrap"));
+        cp.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false");
+        cp.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "none");
+        cp.put(ConsumerConfig.CHECK_CRCS_CONFIG, "true");
+        cp.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class.getName());
+        cp.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class.getName());
+        List<String> errors = new ArrayList<>();
+        Map<Integer, Long> produced = new HashMap<>();
+        Map<Integer, Long> position = new HashMap<>();
+        long read = 0;
+        long t0 = System.currentTimeMillis();
+        try (KafkaProducer<byte[], byte[]> producer = new KafkaProducer<>(pp);
+             KafkaConsumer<byte[], byte[]> consumer = new KafkaConsumer<>(cp)) {
+            int partitions = consumer.partitionsFor(topic, Duration.ofSeconds(30)).size();
+            Set<TopicPartition> assigned = new HashSet<>();
+            for (int phase = 0; phase < phases.size(); phase++) {
+                for (int p = 0; p < partitions; p++) {
+                    for (int i = 0; i < perPhase; i++) {
+                        long seq = produced.merge(p, 1L, Long::sum) - 1;
+                        String key = "s" + p + "-" + seq;
+                        producer.send(new ProducerRecord<>(topic, p, key.getBytes(StandardCharsets.UTF_8),
+                                (key + "|" + seq + "|").getBytes(StandardCharsets.UTF_8))).get();
+                    }
+                }
+                Set<TopicPartition> next = new HashSet<>();
+                for (int p : phases.get(phase)) {
+                    next.add(new TopicPartition(topic, p));
+                }
+                consumer.assign(next);
+                for (TopicPartition tp : next) {
+                    if (!assigned.contains(tp)) {
+                        consumer.seek(tp, position.getOrDefault(tp.partition(), 0L));
+                    }
+                }
+                assigned = next;
+                while (true) {
+                    boolean done = true;
+                    for (TopicPartition tp : assigned) {
+                        if (position.getOrDefault(tp.partition(), 0L) < produced.get(tp.partition())) {
+                            done = false;
+                        }
+                    }
+                    if (done) {
+                        break;
+                    }
+                    if (System.currentTimeMillis() - t0 > timeoutMs) {
+                        OUT.println("ERROR timeout in phase " + phase + "; positions " + position + " produced " + produced);
+                        return 1;
+                    }
+                    for (ConsumerRecord<byte[], byte[]> r : consumer.poll(Duration.ofMillis(200))) {
+                        read++;
+                        int p = r.partition();
+                        long expected = position.getOrDefault(p, 0L);
+                        String value = new String(r.value(), StandardCharsets.UTF_8);
+                        String[] f = value.split("\\|", -1);
+                        if (!phases.get(phase).contains(p)) {
+                            err(errors, "phase " + phase + ": record of unassigned partition " + p);
+                        } else if (r.offset() != expected) {
+                            err(errors, "partition " + p + ": offset " + r.offset() + " but expected " + expected);
+                        } else if (f.length != 3 || Long.parseLong(f[1]) != r.offset()) {
+                            err(errors, "partition " + p + " offset " + r.offset() + ": value '" + abbreviate(value) + "'");
+                        }
+                        position.put(p, Math.max(expected, r.offset() + 1));
+                    }
+                }
+                OUT.println("phase " + phase + " partitions " + phases.get(phase) + " positions " + position);
+            }
+        }
+        for (String e : errors) {
+            OUT.println("ERROR " + e);
+        }
+        OUT.println((errors.isEmpty() ? "OK" : "FAILED") + " phases=" + phases.size() + " read=" + read
+                + " ms=" + (System.currentTimeMillis() - t0));
+        return errors.isEmpty() ? 0 : 1;
     }
 
     private static int consume(Map<String, String> o) throws Exception {

@@ -1,0 +1,579 @@
+//! Fetch sessions (KIP-227, incremental fetch) as Apache Kafka 4.4's `FetchSessionCache`,
+//! `FetchManager` and `FetchContext` keep them.
+//!
+//! A full fetch with epoch 0 (INITIAL) creates a session of its partitions when the cache has
+//! room (or can evict one); later requests in the session (its id, the next epoch) name only
+//! the partitions added or changed (fetch offset, log start, max bytes, epochs) and the ones to
+//! forget, and the answer carries only the partitions with something new: records, a changed
+//! high watermark or log start, an error, a diverging epoch or a preferred read replica. Epoch
+//! -1 (FINAL) closes the session; session 0 with epoch -1 is sessionless, as before KIP-227.
+//!
+//! Thread-per-core: each data shard keeps its own cache, with `1/shards` of
+//! `max.incremental.fetch.session.cache.slots`, and draws its session ids from its own range of
+//! the positive ints — as Kafka 4.4 splits its cache into eight `FetchSessionCacheShard`s, each
+//! with its share of the slots and its id range, evicting only within a shard. Kafka hands new
+//! sessions to its cache shards round-robin and finds any session from any thread; here a
+//! session lives on the shard of the connection that opened it, and a request naming a session
+//! of another shard (the client's connection moved) is answered FETCH_SESSION_ID_NOT_FOUND, after
+//! which clients open a new session with a full fetch. Lookups never cross shards: no lock, no
+//! message.
+//!
+//! Eviction as Kafka's `tryEvict`: first the least recently used session if it went unused for
+//! `sluice.min.incremental.fetch.session.eviction.ms` (Kafka's constant
+//! `MIN_INCREMENTAL_FETCH_SESSION_EVICTION_MS`, 120 s); else the least valuable evictable session
+//! if the new one is worth more (a follower's — privileged — before a consumer's, then more
+//! partitions). A follower may evict a consumer's session, or any session created longer ago
+//! than the eviction time; a consumer only the latter.
+
+use std::collections::{BTreeMap, HashMap};
+
+use sluice_protocol::codec::Uuid;
+use sluice_protocol::error::ErrorCode;
+use sluice_protocol::messages::fetch::{FetchPartition, FetchRequest, FetchResponse, FetchTopic};
+
+/// Session id 0: no session.
+pub const INVALID_SESSION_ID: i32 = 0;
+/// Epoch 0: a full request that opens a session.
+pub const INITIAL_EPOCH: i32 = 0;
+/// Epoch -1: a full request that closes its session and opens none.
+pub const FINAL_EPOCH: i32 = -1;
+/// Fetch version from which topics are named by id (a session remembers which it uses).
+const TOPIC_ID_MIN_VERSION: i16 = 13;
+
+/// Wall-clock milliseconds, the time sessions are used and evicted by (Kafka's
+/// `time.milliseconds()`).
+pub fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
+/// The epoch after `epoch` (Kafka's `FetchMetadata.nextEpoch`): wraps to 1, never to 0.
+pub fn next_epoch(epoch: i32) -> i32 {
+    if epoch < 0 {
+        FINAL_EPOCH
+    } else if epoch == i32::MAX {
+        1
+    } else {
+        epoch + 1
+    }
+}
+
+/// A partition of a session: by id from v13, by name before (the other field left empty).
+type PartitionKey = (Uuid, String, i32);
+
+/// One partition of a session: what the client last asked, and what it was last answered.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct CachedPartition {
+    fetch_offset: i64,
+    log_start_offset: i64,
+    max_bytes: i32,
+    current_leader_epoch: i32,
+    last_fetched_epoch: i32,
+    /// The high watermark last answered; -1 until answered, and after an error so that the
+    /// partition is answered again when the error goes.
+    high_watermark: i64,
+    /// The log start offset last answered.
+    local_log_start_offset: i64,
+}
+
+impl CachedPartition {
+    fn from_request(p: &FetchPartition) -> CachedPartition {
+        CachedPartition {
+            fetch_offset: p.fetch_offset,
+            log_start_offset: p.log_start_offset,
+            max_bytes: p.partition_max_bytes,
+            current_leader_epoch: p.current_leader_epoch,
+            last_fetched_epoch: p.last_fetched_epoch,
+            high_watermark: -1,
+            local_log_start_offset: -1,
+        }
+    }
+
+    fn update_request(&mut self, p: &FetchPartition) {
+        self.fetch_offset = p.fetch_offset;
+        self.log_start_offset = p.log_start_offset;
+        self.max_bytes = p.partition_max_bytes;
+        self.current_leader_epoch = p.current_leader_epoch;
+        self.last_fetched_epoch = p.last_fetched_epoch;
+    }
+
+    fn to_request(&self, partition: i32) -> FetchPartition {
+        FetchPartition {
+            partition,
+            current_leader_epoch: self.current_leader_epoch,
+            fetch_offset: self.fetch_offset,
+            last_fetched_epoch: self.last_fetched_epoch,
+            log_start_offset: self.log_start_offset,
+            partition_max_bytes: self.max_bytes,
+            ..FetchPartition::default()
+        }
+    }
+
+    /// Whether an incremental answer must carry `data` (Kafka's `maybeUpdateResponseData`),
+    /// remembering what it answers.
+    fn must_respond(&mut self, data: &sluice_protocol::messages::fetch::PartitionData) -> bool {
+        let mut respond = data.records.as_ref().is_some_and(|r| !r.is_empty())
+            || data.preferred_read_replica >= 0
+            || data.diverging_epoch.epoch >= 0;
+        if self.high_watermark != data.high_watermark {
+            respond = true;
+            self.high_watermark = data.high_watermark;
+        }
+        if self.local_log_start_offset != data.log_start_offset {
+            respond = true;
+            self.local_log_start_offset = data.log_start_offset;
+        }
+        if data.error_code != ErrorCode::NONE.0 {
+            self.high_watermark = -1;
+            respond = true;
+        }
+        respond
+    }
+}
+
+/// One session.
+#[derive(Debug)]
+struct FetchSession {
+    /// A follower's (Kafka's `privileged`): worth more than a consumer's when evicting.
+    privileged: bool,
+    uses_topic_ids: bool,
+    creation_ms: u64,
+    last_used_ms: u64,
+    /// The epoch the next request must carry.
+    epoch: i32,
+    /// Ordered by key: a request built from it names each topic once.
+    partitions: BTreeMap<PartitionKey, CachedPartition>,
+    /// The partition the next read starts after: the last one that returned records. A
+    /// response fills its byte budget in request order, so a fixed order would starve the last
+    /// partitions of a busy session; Kafka moves returned partitions to the end, this rotates.
+    start_after: Option<PartitionKey>,
+    /// Whether a privileged new session may evict it (as of its last use).
+    evictable_by_privileged: bool,
+    /// Whether any new session may evict it (as of its last use).
+    evictable_by_all: bool,
+}
+
+/// How a fetch request is served (Kafka's `FetchContext` kinds).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FetchContext {
+    /// No session: the request names every partition, the answer carries every one.
+    Sessionless,
+    /// Answered with this top-level error and no partitions.
+    Error(ErrorCode),
+    /// Epoch 0: every partition named and answered; a session is created if there is room.
+    Full,
+    /// A request in session `id`: the request's topics were replaced by every partition of the
+    /// session; `epoch` is the epoch the session moved to.
+    Incremental {
+        /// The session.
+        id: i32,
+        /// The session's epoch after this request.
+        epoch: i32,
+    },
+}
+
+/// One shard's fetch sessions.
+#[derive(Debug)]
+pub struct FetchSessionCache {
+    /// This shard's session ids are in `[id_base, id_base + id_range)`.
+    id_base: i32,
+    id_range: i32,
+    max_entries: usize,
+    eviction_ms: u64,
+    sessions: HashMap<i32, FetchSession>,
+    /// Partitions over every session (Kafka's `NumIncrementalFetchPartitionsCached`).
+    partitions_cached: usize,
+    evictions: u64,
+    /// xorshift state for session ids (ids are hard to guess, as Kafka's random ones).
+    rng: u64,
+}
+
+impl FetchSessionCache {
+    /// The cache of shard `shard_index` of `shard_count`: its share of `max_slots` (the
+    /// remainder goes to the first shards, so the shards hold `max_slots` together), and
+    /// sessions unused for `eviction_ms` evictable by anyone.
+    pub fn new(
+        shard_index: usize,
+        shard_count: usize,
+        max_slots: i32,
+        eviction_ms: i64,
+        seed: u64,
+    ) -> FetchSessionCache {
+        let shard_count = shard_count.max(1);
+        let shard_index = shard_index.min(shard_count - 1);
+        let max_slots = max_slots.max(0) as usize;
+        let max_entries =
+            max_slots / shard_count + usize::from(shard_index < max_slots % shard_count);
+        // Ids 1..=i32::MAX, split into one range per shard.
+        let id_range = (i32::MAX as usize / shard_count) as i32;
+        FetchSessionCache {
+            id_base: (shard_index as i32) * id_range + 1,
+            id_range,
+            max_entries,
+            eviction_ms: eviction_ms.max(0) as u64,
+            sessions: HashMap::new(),
+            partitions_cached: 0,
+            evictions: 0,
+            rng: seed | 1,
+        }
+    }
+
+    /// Live sessions (Kafka's `NumIncrementalFetchSessions`).
+    pub fn len(&self) -> usize {
+        self.sessions.len()
+    }
+
+    /// Whether there is no session.
+    pub fn is_empty(&self) -> bool {
+        self.sessions.is_empty()
+    }
+
+    /// Partitions over all sessions (Kafka's `NumIncrementalFetchPartitionsCached`).
+    pub fn partitions_cached(&self) -> usize {
+        self.partitions_cached
+    }
+
+    /// Sessions evicted so far (Kafka's `IncrementalFetchSessionEvictionsPerSec` counter).
+    pub fn evictions(&self) -> u64 {
+        self.evictions
+    }
+
+    /// The most sessions this shard keeps.
+    pub fn max_entries(&self) -> usize {
+        self.max_entries
+    }
+
+    /// Decides how `request` is served (Kafka's `FetchManager.newContext`). For an incremental
+    /// request the session takes the request's added, changed and forgotten partitions, and
+    /// `request.topics` becomes every partition of the session, so that the fetch reads them
+    /// all.
+    pub fn new_context(
+        &mut self,
+        version: i16,
+        request: &mut FetchRequest,
+        now_ms: u64,
+    ) -> FetchContext {
+        let (session_id, epoch) = (request.session_id, request.session_epoch);
+        if epoch == INITIAL_EPOCH || epoch == FINAL_EPOCH {
+            // Any session a full request names is closed.
+            if session_id != INVALID_SESSION_ID {
+                self.remove(session_id);
+            }
+            return if epoch == FINAL_EPOCH {
+                FetchContext::Sessionless
+            } else {
+                FetchContext::Full
+            };
+        }
+        let uses_topic_ids = version >= TOPIC_ID_MIN_VERSION;
+        let Some(session) = self.sessions.get_mut(&session_id) else {
+            return FetchContext::Error(ErrorCode::FETCH_SESSION_ID_NOT_FOUND);
+        };
+        if session.epoch != epoch {
+            return FetchContext::Error(ErrorCode::INVALID_FETCH_SESSION_EPOCH);
+        }
+        if session.uses_topic_ids != uses_topic_ids {
+            return FetchContext::Error(ErrorCode::FETCH_SESSION_TOPIC_ID_ERROR);
+        }
+        let size_before = session.partitions.len();
+        for topic in &request.topics {
+            for p in &topic.partitions {
+                let key = key_of(uses_topic_ids, topic.topic_id, &topic.topic, p.partition);
+                match session.partitions.get_mut(&key) {
+                    Some(cached) => cached.update_request(p),
+                    None => {
+                        session
+                            .partitions
+                            .insert(key, CachedPartition::from_request(p));
+                    }
+                }
+            }
+        }
+        for topic in &request.forgotten_topics_data {
+            for partition in &topic.partitions {
+                let key = key_of(uses_topic_ids, topic.topic_id, &topic.topic, *partition);
+                session.partitions.remove(&key);
+            }
+        }
+        self.partitions_cached = self.partitions_cached + session.partitions.len() - size_before;
+        if session.partitions.is_empty() {
+            // Kafka closes a session left without partitions and serves the request without.
+            self.remove(session_id);
+            return FetchContext::Sessionless;
+        }
+        session.epoch = next_epoch(session.epoch);
+        let epoch = session.epoch;
+        request.topics = topics_of(session);
+        request.forgotten_topics_data.clear();
+        self.touch(session_id, now_ms);
+        FetchContext::Incremental {
+            id: session_id,
+            epoch,
+        }
+    }
+
+    /// Finishes `response` to `request` (as `new_context` left it) for `context`: sets its
+    /// session id, creates the session of a full request if there is room, and for an
+    /// incremental request keeps only the partitions the client must see.
+    pub fn complete(
+        &mut self,
+        context: FetchContext,
+        version: i16,
+        request: &FetchRequest,
+        privileged: bool,
+        response: &mut FetchResponse,
+        now_ms: u64,
+    ) {
+        match context {
+            FetchContext::Sessionless | FetchContext::Error(_) => {
+                response.session_id = INVALID_SESSION_ID;
+            }
+            FetchContext::Full => {
+                let uses_topic_ids = version >= TOPIC_ID_MIN_VERSION;
+                let size: usize = request.topics.iter().map(|t| t.partitions.len()).sum();
+                response.session_id =
+                    self.maybe_create_session(now_ms, privileged, size, uses_topic_ids, || {
+                        full_session_partitions(uses_topic_ids, request, response)
+                    });
+            }
+            FetchContext::Incremental { id, epoch } => {
+                let uses_topic_ids = version >= TOPIC_ID_MIN_VERSION;
+                let Some(session) = self.sessions.get_mut(&id) else {
+                    // Evicted or closed while this fetch waited.
+                    *response = error_response(ErrorCode::FETCH_SESSION_ID_NOT_FOUND);
+                    return;
+                };
+                if session.epoch != epoch {
+                    // Another request in the session went ahead while this one waited.
+                    *response = error_response(ErrorCode::INVALID_FETCH_SESSION_EPOCH);
+                    return;
+                }
+                let mut last_returned = None;
+                for topic in &mut response.responses {
+                    let (topic_id, name) = (topic.topic_id, std::mem::take(&mut topic.topic));
+                    topic.partitions.retain(|data| {
+                        let key = key_of(uses_topic_ids, topic_id, &name, data.partition_index);
+                        if data.records.as_ref().is_some_and(|r| !r.is_empty()) {
+                            last_returned = Some(key.clone());
+                        }
+                        session
+                            .partitions
+                            .get_mut(&key)
+                            .is_none_or(|cached| cached.must_respond(data))
+                    });
+                    topic.topic = name;
+                }
+                if last_returned.is_some() {
+                    session.start_after = last_returned;
+                }
+                response.responses.retain(|t| !t.partitions.is_empty());
+                response.session_id = id;
+            }
+        }
+    }
+
+    /// Kafka's `maybeCreateSession`: a new session's id, or 0 when the cache is full and
+    /// nothing may be evicted for it.
+    fn maybe_create_session(
+        &mut self,
+        now_ms: u64,
+        privileged: bool,
+        size: usize,
+        uses_topic_ids: bool,
+        partitions: impl FnOnce() -> BTreeMap<PartitionKey, CachedPartition>,
+    ) -> i32 {
+        if self.max_entries == 0 {
+            return INVALID_SESSION_ID;
+        }
+        if self.sessions.len() >= self.max_entries && !self.try_evict(privileged, size, now_ms) {
+            return INVALID_SESSION_ID;
+        }
+        let id = self.new_session_id();
+        let partitions = partitions();
+        self.partitions_cached += partitions.len();
+        self.sessions.insert(
+            id,
+            FetchSession {
+                privileged,
+                uses_topic_ids,
+                creation_ms: now_ms,
+                last_used_ms: now_ms,
+                epoch: next_epoch(INITIAL_EPOCH),
+                partitions,
+                start_after: None,
+                evictable_by_privileged: false,
+                evictable_by_all: false,
+            },
+        );
+        self.touch(id, now_ms);
+        id
+    }
+
+    /// Kafka's `tryEvict`: the least recently used session if it is stale, else the least
+    /// valuable evictable one if it is worth no more than the new one (privileged, size).
+    fn try_evict(&mut self, privileged: bool, size: usize, now_ms: u64) -> bool {
+        let lru = self
+            .sessions
+            .iter()
+            .min_by_key(|(id, s)| (s.last_used_ms, **id))
+            .map(|(id, s)| (*id, s.last_used_ms));
+        let Some((lru_id, last_used_ms)) = lru else {
+            return false;
+        };
+        if now_ms.saturating_sub(last_used_ms) > self.eviction_ms {
+            self.remove(lru_id);
+            self.evictions += 1;
+            return true;
+        }
+        let least = self
+            .sessions
+            .iter()
+            .filter(|(_, s)| {
+                if privileged {
+                    s.evictable_by_privileged
+                } else {
+                    s.evictable_by_all
+                }
+            })
+            .map(|(id, s)| ((s.privileged, s.partitions.len(), *id), *id))
+            .min();
+        match least {
+            // Kafka's EvictableKey order: the new key (privileged, size, id 0) must not be
+            // below the candidate's.
+            Some((key, id)) if (privileged, size, 0) >= key => {
+                self.remove(id);
+                self.evictions += 1;
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Kafka's `touch`: marks `id` used at `now_ms` and re-decides who may evict it.
+    fn touch(&mut self, id: i32, now_ms: u64) {
+        let eviction_ms = self.eviction_ms;
+        if let Some(s) = self.sessions.get_mut(&id) {
+            s.last_used_ms = now_ms;
+            let old = now_ms.saturating_sub(s.creation_ms) > eviction_ms;
+            s.evictable_by_privileged = !s.privileged || old;
+            s.evictable_by_all = old;
+        }
+    }
+
+    fn remove(&mut self, id: i32) -> bool {
+        match self.sessions.remove(&id) {
+            Some(s) => {
+                self.partitions_cached -= s.partitions.len();
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// A random id of this shard's range that no session has.
+    fn new_session_id(&mut self) -> i32 {
+        loop {
+            // xorshift64*
+            self.rng ^= self.rng >> 12;
+            self.rng ^= self.rng << 25;
+            self.rng ^= self.rng >> 27;
+            let r = self.rng.wrapping_mul(0x2545_f491_4f6c_dd1d) >> 33;
+            let id = self.id_base + (r % self.id_range.max(1) as u64) as i32;
+            if id != INVALID_SESSION_ID && !self.sessions.contains_key(&id) {
+                return id;
+            }
+        }
+    }
+
+    /// The ids of the live sessions (tests).
+    #[cfg(test)]
+    fn ids(&self) -> Vec<i32> {
+        let mut ids: Vec<i32> = self.sessions.keys().copied().collect();
+        ids.sort_unstable();
+        ids
+    }
+}
+
+fn key_of(uses_topic_ids: bool, topic_id: Uuid, name: &str, partition: i32) -> PartitionKey {
+    if uses_topic_ids {
+        (topic_id, String::new(), partition)
+    } else {
+        (Uuid::ZERO, name.to_string(), partition)
+    }
+}
+
+/// The request's topics for every partition of `session`, from the one after `start_after`
+/// round to it; one entry per run of a topic's partitions (a topic the rotation splits between
+/// the end and the start of the order is named twice, as Kafka's answers may name it).
+fn topics_of(session: &FetchSession) -> Vec<FetchTopic> {
+    use std::ops::Bound::{Excluded, Unbounded};
+    let mut topics: Vec<FetchTopic> = Vec::new();
+    let (tail, head) = match &session.start_after {
+        Some(key) => (
+            session.partitions.range((Excluded(key), Unbounded)),
+            Some(session.partitions.range(..=key)),
+        ),
+        None => (session.partitions.range::<PartitionKey, _>(..), None),
+    };
+    for ((topic_id, name, partition), cached) in tail.chain(head.into_iter().flatten()) {
+        let p = cached.to_request(*partition);
+        match topics.last_mut() {
+            Some(t) if t.topic_id == *topic_id && t.topic == *name => t.partitions.push(p),
+            _ => topics.push(FetchTopic {
+                topic: name.clone(),
+                topic_id: *topic_id,
+                partitions: vec![p],
+            }),
+        }
+    }
+    topics
+}
+
+/// The partitions of a new session: what the full request asked, what it was answered.
+fn full_session_partitions(
+    uses_topic_ids: bool,
+    request: &FetchRequest,
+    response: &FetchResponse,
+) -> BTreeMap<PartitionKey, CachedPartition> {
+    let mut partitions = BTreeMap::new();
+    for (i, topic) in request.topics.iter().enumerate() {
+        let answered = response
+            .responses
+            .get(i)
+            .map_or(&[][..], |t| &t.partitions[..]);
+        for (j, p) in topic.partitions.iter().enumerate() {
+            let mut cached = CachedPartition::from_request(p);
+            // The answer lists a topic's partitions in the request's order.
+            let data = answered
+                .get(j)
+                .filter(|d| d.partition_index == p.partition)
+                .or_else(|| answered.iter().find(|d| d.partition_index == p.partition));
+            if let Some(data) = data {
+                cached.high_watermark = if data.error_code == ErrorCode::NONE.0 {
+                    data.high_watermark
+                } else {
+                    -1
+                };
+                cached.local_log_start_offset = data.log_start_offset;
+            }
+            partitions.insert(
+                key_of(uses_topic_ids, topic.topic_id, &topic.topic, p.partition),
+                cached,
+            );
+        }
+    }
+    partitions
+}
+
+/// An answer with a top-level error, no partitions, no session.
+pub fn error_response(code: ErrorCode) -> FetchResponse {
+    FetchResponse {
+        error_code: code.0,
+        session_id: INVALID_SESSION_ID,
+        ..FetchResponse::default()
+    }
+}
+
+#[cfg(test)]
+mod tests;
