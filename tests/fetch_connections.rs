@@ -75,10 +75,7 @@ fn errors(answer: &ResponseBody) -> Vec<i16> {
 }
 
 fn moves_of(log: &str, client: &Client) -> usize {
-    let peer = format!("peer={}", client.stream.local_addr().unwrap());
-    log.lines()
-        .filter(|line| line.contains(MOVE_LINE) && line.contains(&peer))
-        .count()
+    client.log_lines(log, MOVE_LINE)
 }
 
 #[test]

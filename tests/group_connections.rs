@@ -150,10 +150,7 @@ fn pipelined(client: &mut Client, requests: &[(i16, i16, RequestBody)]) -> Vec<R
 }
 
 fn moves_of(log: &str, client: &Client) -> usize {
-    let peer = format!("peer={}", client.stream.local_addr().unwrap());
-    log.lines()
-        .filter(|line| line.contains(MOVE_LINE) && line.contains(&peer))
-        .count()
+    client.log_lines(log, MOVE_LINE)
 }
 
 #[test]

@@ -352,6 +352,15 @@ impl Client {
         self.stream.read_exact(&mut frame).ok()?;
         Some(Bytes::from(frame))
     }
+
+    /// How many lines of the broker's `log` name this connection (`peer=` its local address)
+    /// and contain `needle`.
+    pub fn log_lines(&self, log: &str, needle: &str) -> usize {
+        let peer = format!("peer={}", self.stream.local_addr().unwrap());
+        log.lines()
+            .filter(|line| line.contains(needle) && line.contains(&peer))
+            .count()
+    }
 }
 
 /// Creates a topic (CreateTopics v7) and asserts success.
