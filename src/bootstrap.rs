@@ -14,6 +14,7 @@ use std::net::{IpAddr, SocketAddr};
 use std::os::fd::AsRawFd;
 use std::path::Path;
 use std::rc::Rc;
+use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
@@ -28,8 +29,9 @@ use sluice_controller::{ControllerSettings, QuorumController};
 use sluice_server::metrics::{self, Readiness, Registry};
 use sluice_server::{run_shard, ShardEvent, ShardStart};
 use sluice_shard::{MeshBuilders, ShardId};
-use tracing::{error, info};
+use tracing::{error, info, warn};
 
+use crate::clean_shutdown;
 use crate::topology::{allowed_cpus, Topology};
 
 /// Memory each data shard sets aside for I/O buffers: glommio serves file reads from it without
@@ -54,6 +56,13 @@ pub fn run(config: BrokerConfig) -> Result<(), String> {
         .map_err(|e| format!("cannot resolve log.dirs {}: {e}", config.log_dirs.display()))?;
     let config = Arc::new(config);
     let _lock = lock_data_dir(&config.log_dirs)?;
+    // Taken (and removed) before anything runs: if this run crashes, its next start must not
+    // find it.
+    let previous_broker_epoch = if config.is_broker() {
+        clean_shutdown::take_previous_broker_epoch(&config.log_dirs)?
+    } else {
+        -1
+    };
     if config.is_broker() {
         check_listener_free(&config)?;
     }
@@ -119,6 +128,7 @@ pub fn run(config: BrokerConfig) -> Result<(), String> {
     }
     let (node_stop_tx, node_stop) = oneshot::channel();
     let (leave_tx, leave) = oneshot::channel();
+    let clean_broker_epoch = Arc::new(AtomicI64::new(-1));
     let node = NodeStart {
         config: config.clone(),
         shard_count,
@@ -127,6 +137,8 @@ pub fn run(config: BrokerConfig) -> Result<(), String> {
         leave,
         stop: node_stop,
         metrics: registry.clone(),
+        previous_broker_epoch,
+        clean_broker_epoch: clean_broker_epoch.clone(),
     };
     let builder = LocalExecutorBuilder::new(Placement::Fixed(topology.controller_cpu))
         .name("controller")
@@ -183,9 +195,18 @@ pub fn run(config: BrokerConfig) -> Result<(), String> {
         let _ = finish.send(());
     }
     let _ = node_stop_tx.send(());
+    let mut clean = true;
     for handle in handles {
         if let Err(error) = handle.join() {
             error!(%error, "executor ended with an error");
+            clean = false;
+        }
+    }
+    // Every shard drained and closed its logs: a clean shutdown of this registration.
+    let broker_epoch = clean_broker_epoch.load(Ordering::Relaxed);
+    if clean && broker_epoch >= 0 {
+        if let Err(error) = clean_shutdown::record_clean_shutdown(&config.log_dirs, broker_epoch) {
+            warn!(%error, "the clean shutdown could not be recorded; the next start counts as unclean");
         }
     }
     info!("sluice stopped");
@@ -273,6 +294,10 @@ struct NodeStart {
     leave: oneshot::Receiver<()>,
     stop: oneshot::Receiver<()>,
     metrics: Option<Arc<Registry>>,
+    /// `PreviousBrokerEpoch` for the registration (KIP-966).
+    previous_broker_epoch: i64,
+    /// The broker epoch to record once the stop was clean; -1 when not a registered broker.
+    clean_broker_epoch: Arc<AtomicI64>,
 }
 
 /// The controller executor: the quorum controller when this process is a voter, the broker
@@ -369,8 +394,9 @@ async fn run_node(start: NodeStart) {
         }
     };
     let (unfenced_tx, unfenced) = oneshot::channel();
+    let clean_broker_epoch = start.clean_broker_epoch.clone();
     let agent = BrokerAgent::new(
-        agent_settings(&config, start.shard_count),
+        agent_settings(&config, start.shard_count, start.previous_broker_epoch),
         link,
         shards.clone(),
         unfenced_tx,
@@ -387,6 +413,7 @@ async fn run_node(start: NodeStart) {
     let leave_then_stop = async {
         let _ = start.leave.await;
         agent.controlled_shutdown().await;
+        clean_broker_epoch.store(agent.broker_epoch(), Ordering::Relaxed);
         let _ = start.events.send(ShardEvent::Left(node_id));
         let _ = start.stop.await;
     };
@@ -449,6 +476,7 @@ fn controller_settings(config: &BrokerConfig) -> ControllerSettings {
         delete_topic_enable: config.delete_topic_enable,
         partitions_max: config.sluice_broker_partitions_max,
         unclean_leader_election_enable: config.unclean_leader_election_enable,
+        min_insync_replicas: config.min_insync_replicas,
         leader_imbalance_check_interval: config.auto_leader_rebalance_enable.then(|| {
             Duration::from_secs(
                 u64::try_from(config.leader_imbalance_check_interval_seconds).unwrap_or(1),
@@ -457,7 +485,11 @@ fn controller_settings(config: &BrokerConfig) -> ControllerSettings {
     }
 }
 
-fn agent_settings(config: &BrokerConfig, shard_count: usize) -> AgentSettings {
+fn agent_settings(
+    config: &BrokerConfig,
+    shard_count: usize,
+    previous_broker_epoch: i64,
+) -> AgentSettings {
     let advertised = config.advertised().first();
     AgentSettings {
         node_id: config.node_id,
@@ -470,6 +502,7 @@ fn agent_settings(config: &BrokerConfig, shard_count: usize) -> AgentSettings {
         heartbeat_interval: Duration::from_millis(config.broker_heartbeat_interval_ms),
         shard_count,
         metadata_fetch_max_wait: Duration::from_millis(config.sluice_metadata_fetch_max_wait_ms),
+        previous_broker_epoch,
     }
 }
 

@@ -1,6 +1,7 @@
 //! `sluice`: a Kafka-compatible streaming broker, thread-per-core on io_uring.
 
 mod bootstrap;
+mod clean_shutdown;
 mod cli;
 mod preflight;
 mod topology;

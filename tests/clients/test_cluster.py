@@ -26,6 +26,9 @@ started with config/cluster/start from the config/cluster/*.toml files (cluster.
 6. Replication: a topic with RF=3 and min.insync.replicas=2; an idempotent acks=all producer keeps
    producing while the leader of partition 0 is killed with kill -9: every acknowledged record is
    read back exactly once at its offset, and the restarted broker rejoins every ISR.
+9. Eligible leader replicas (KIP-966): brokers of an RF=3 min.insync.replicas=2 topic stopped one
+   by one show Elr / LastKnownElr in kafka-topics --describe; after the last ISR member is killed,
+   an eligible replica restarted is elected and every acknowledged record is still there.
 
 Sluice only (SLUICE_TARGET=kafka skips it). The cluster's ports are fixed by the files (19093-19095,
 19192/19292/19392): the module fails at once if one is taken. Logs: pytest's temp dir, cluster*/.
@@ -919,6 +922,115 @@ def test_automatic_leader_rebalance(cluster, tmp_path):
               f"{took_s:.1f}s later with leader.imbalance.check.interval.seconds=1")
     finally:
         restart_controllers(())
+
+
+# ------------------------------------------------------------------------------------------ 9
+
+def test_eligible_leader_replicas_lead_once_the_isr_is_gone(cluster, tmp_path):
+    """KIP-966, on by default as in Kafka 4.4. A topic with replicas 4, 5, 6 and
+    min.insync.replicas=2 takes 3,000 records with acks=all (idempotent confluent-kafka producer).
+    SIGTERM of 6: Isr 4,5, no Elr (the ISR is still at min ISR). SIGTERM of 5: Isr 4, Elr 5 in
+    Kafka 4.4's `kafka-topics --describe`, and an acks=all record is refused (the high watermark
+    does not move below min ISR). kill -9 of 4, the last ISR member: once fenced, Leader none, Isr
+    empty, Elr 4,5, LastKnownElr 4 (described through 6, restarted). 5 restarted: it is elected
+    from the ELR, the ISR grows back to min ISR as 6 catches up (Elr and LastKnownElr cleared),
+    and every acknowledged record is read back from it exactly once at its offset. 4 restarted
+    rejoins the ISR; the active controller saw it register after an unclean shutdown (no
+    .kafka_cleanshutdown), and 5 and 6 after clean ones."""
+    from confluent_kafka import Producer
+
+    kafka_cli.ensure_tools_libs()
+    topic, count = "cl-elr", 3000
+    names = {cluster.node_ids[n]: n for n in BROKERS}
+    r = kafka_cli.run("kafka-topics", "--bootstrap-server", cluster.bootstrap, "--create", "--topic", topic,
+                      "--replica-assignment", "4:5:6", "--config", "min.insync.replicas=2", logdir=tmp_path)
+    assert r.stdout.strip() == f"Created topic {topic}.", (r.stdout, r.stderr)
+
+    def state(via):
+        _, lines = _describe(cluster.broker_address(via), topic, tmp_path)
+        (p,) = lines
+        # Sorted: the order of a grown ISR is the order its members rejoined.
+        return (p["Leader"], sorted(_ids(p["Isr"])), sorted(_ids(p.get("Elr", ""))),
+                sorted(_ids(p.get("LastKnownElr", ""))))
+
+    def until(via, expected, what, timeout=30):
+        def check():
+            now = state(via)
+            assert now == expected, now
+            return now
+        _, took = _eventually(check, what, timeout, interval=0.5)
+        print(f"{what}: {expected} (after {took:.1f}s)")
+
+    until("broker-1", ("4", [4, 5, 6], [], []), f"{topic} in sync")
+    ctl_since = {c: cluster.log_size(c) for c in CONTROLLERS}
+    acked, failed = {}, []
+
+    def on_delivery(err, msg):
+        if err is not None:
+            failed.append(str(err))
+        else:
+            acked[(msg.partition(), msg.offset())] = msg.value().decode()
+
+    producer = Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all", "enable.idempotence": True,
+                         "linger.ms": 5, "message.timeout.ms": 30000})
+    for i in range(count):
+        producer.produce(topic, key=harness.make_key("e", i), value=harness.make_value("e", i), partition=0,
+                         on_delivery=on_delivery)
+        producer.poll(0)
+    assert producer.flush(60) == 0 and not failed and len(acked) == count, (len(acked), failed[:3])
+    del producer  # no client left retrying the brokers this test stops
+
+    def sigterm(name):
+        pid = cluster.pid(name)
+        os.kill(pid, signal.SIGTERM)
+        t0 = time.time()
+        while alive(pid) and time.time() - t0 < 15:
+            time.sleep(0.01)
+        assert not alive(pid), f"{name} still running after SIGTERM"
+        cluster.killed.add(name)
+
+    def restart(name):
+        offset = cluster.restart(name)
+        cluster.wait_line(name, READY, offset, 60, "(ready after restart)")
+
+    try:
+        sigterm(names[6])
+        until("broker-1", ("4", [4, 5], [], []), "6 stopped: the ISR at min ISR keeps no ELR", 10)
+        sigterm(names[5])
+        until("broker-1", ("4", [4], [5], []), "5 stopped: below min ISR, 5 is an eligible leader", 10)
+        refused = []
+        lone = Producer({"bootstrap.servers": cluster.broker_address("broker-1"), "acks": "all",
+                         "message.timeout.ms": 3000})
+        lone.produce(topic, value=b"not enough replicas", partition=0,
+                     on_delivery=lambda err, msg: refused.append(err))
+        lone.flush(10)
+        del lone
+        assert len(refused) == 1 and refused[0] is not None, refused
+        print(f"acks=all with the ISR below min ISR: {refused[0]}")
+
+        cluster.kill9(names[4])
+        restart(names[6])
+        until(names[6], ("none", [], [4, 5], [4]),
+              "4 killed (the last ISR member): no leader, the ISR empty, 4 and 5 eligible", 30)
+
+        restart(names[5])
+        until(names[6], ("5", [5, 6], [], []), "5 restarted: elected from the ELR, 6 back in the ISR", 60)
+        records = _kcat_consume(cluster.broker_address(names[5]), topic)
+        got = {(p, o): v for p, o, k, v in records}
+        missing = [k for k in acked if got.get(k) != acked[k]]
+        assert not missing, f"{len(missing)} acknowledged records missing or changed, e.g. {missing[:5]}"
+        harness.verify_exactly_once(records, count, "e", partitions=1)
+        print(f"all {count} acknowledged records read back from 5, each once at its offset")
+    finally:
+        for name in BROKERS:
+            if not cluster.running(name):
+                restart(name)
+    until(names[5], ("5", [4, 5, 6], [], []), "4 restarted: back in the ISR", 60)
+    # KIP-966's clean shutdown file: 5 and 6 stopped by SIGTERM registered with their previous
+    # broker epoch; 4, killed, without it, so the controller took it out of every ELR.
+    unclean = sorted({int(re.search(r"broker_id=(\d+)", l).group(1)) for c in CONTROLLERS
+                      for l in cluster.lines(c, ctl_since[c]) if "after an unclean shutdown" in l})
+    assert unclean == [4], unclean
 
 
 # ------------------------------------------------------------------------------------------ 4

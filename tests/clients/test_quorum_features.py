@@ -120,6 +120,9 @@ def test_features_describe(cli):
                                   ("SupportedMinVersion", "SupportedMaxVersion", "FinalizedVersionLevel"))
     # Kafka 4.x runs nothing below 3.3-IV3.
     assert (3, 3, 3) <= lowest <= finalized <= highest, mv
+    # KIP-966: a Kafka 4.4 cluster is created with eligible leader replicas on (level 1).
+    elr = described["eligible.leader.replicas.version"]
+    assert (elr["SupportedMinVersion"], elr["SupportedMaxVersion"], elr["FinalizedVersionLevel"]) == ("0", "1", "1"), elr
     for name, f in described.items():
         assert int(f["Epoch"]) >= 1, (name, f)
         if name != "metadata.version":

@@ -54,6 +54,9 @@ pub struct AgentSettings {
     /// `sluice.metadata.fetch.max.wait.ms`: how long a metadata fetch waits on the controller
     /// for new entries.
     pub metadata_fetch_max_wait: Duration,
+    /// The broker epoch the previous process recorded at its clean shutdown, -1 if none
+    /// (`.kafka_cleanshutdown`, KIP-966).
+    pub previous_broker_epoch: i64,
 }
 
 /// How this broker reaches the active controller.
@@ -555,12 +558,20 @@ impl BrokerAgent {
     async fn register(&self) {
         let mut logged_duplicate = false;
         loop {
-            let request = ControllerRequest::BrokerRegistration {
+            // KIP-966: the controller takes a broker whose previous registration it cannot match
+            // out of every ELR. Within this process the previous registration is its own (it
+            // lost nothing); at start, the one its last clean shutdown recorded.
+            let previous_broker_epoch = match self.broker_epoch.get() {
+                -1 => self.settings.previous_broker_epoch,
+                own => own,
+            };
+            let request = ControllerRequest::BrokerRegistrationWithPreviousEpoch {
                 broker_id: self.settings.node_id,
                 incarnation_id: self.incarnation_id,
                 host: self.settings.host.clone(),
                 port: self.settings.port,
                 rack: self.settings.rack.clone(),
+                previous_broker_epoch,
             };
             match self.link.call(&request).await {
                 Ok(ControllerResponse::BrokerRegistration {
@@ -593,6 +604,11 @@ impl BrokerAgent {
                 }
             }
         }
+    }
+
+    /// The epoch of this broker's current registration, -1 before the first.
+    pub fn broker_epoch(&self) -> i64 {
+        self.broker_epoch.get()
     }
 
     /// KRaft's controlled shutdown, shortened to one step: asks the controller to fence this

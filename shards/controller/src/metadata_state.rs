@@ -150,6 +150,10 @@ impl MetadataState {
                     partition_epoch: 0,
                     replicas,
                     isr,
+                    // A new partition's ISR is its replicas: no ELR yet (as Kafka's
+                    // PartitionRecord at creation).
+                    eligible_leader_replicas: Vec::new(),
+                    last_known_elr: Vec::new(),
                     shard,
                 });
                 topic.partitions.sort_by_key(|p| p.partition);
@@ -160,6 +164,8 @@ impl MetadataState {
                 leader,
                 leader_epoch,
                 isr,
+                eligible_leader_replicas,
+                last_known_elr,
             } => {
                 let Some(topic) = self.touch(topic_id, touched) else {
                     warn!(%topic_id, "partition change for an unknown topic; skipped");
@@ -174,6 +180,13 @@ impl MetadataState {
                         p.leader = leader;
                         p.leader_epoch = leader_epoch;
                         p.isr = isr;
+                        // Absent means unchanged (Kafka's nullable tagged fields).
+                        if let Some(elr) = eligible_leader_replicas {
+                            p.eligible_leader_replicas = elr;
+                        }
+                        if let Some(last_known_elr) = last_known_elr {
+                            p.last_known_elr = last_known_elr;
+                        }
                         // As KRaft's PartitionRegistration.merge: every change is a new
                         // version, which an AlterPartition must name.
                         p.partition_epoch += 1;
@@ -443,11 +456,47 @@ mod tests {
                 leader: -1,
                 leader_epoch: 1,
                 isr: vec![4],
+                eligible_leader_replicas: None,
+                last_known_elr: None,
             }],
         );
         let p1 = &state.image.topic("t").unwrap().partitions[1];
         assert_eq!((p1.leader, p1.leader_epoch, p1.shard), (-1, 1, ShardId(0)));
-        state.apply_entry(3, vec![MetadataRecord::RemoveTopic { topic_id }]);
+        // The ELR fields change only when the record carries them (Kafka's nullable tagged
+        // fields); every change is a new partition epoch.
+        let change = |elr: Option<Vec<i32>>, last_known_elr: Option<Vec<i32>>| {
+            vec![MetadataRecord::PartitionChange {
+                topic_id,
+                partition: 1,
+                leader: -1,
+                leader_epoch: 1,
+                isr: vec![],
+                eligible_leader_replicas: elr,
+                last_known_elr,
+            }]
+        };
+        state.apply_entry(3, change(Some(vec![4, 5]), Some(vec![4])));
+        state.apply_entry(4, change(None, None));
+        let p1 = &state.image.topic("t").unwrap().partitions[1];
+        assert_eq!(
+            (
+                p1.isr.clone(),
+                p1.eligible_leader_replicas.clone(),
+                p1.last_known_elr.clone()
+            ),
+            (vec![], vec![4, 5], vec![4])
+        );
+        assert_eq!(p1.partition_epoch, 3);
+        state.apply_entry(5, change(Some(vec![]), None));
+        let p1 = &state.image.topic("t").unwrap().partitions[1];
+        assert_eq!(
+            (
+                p1.eligible_leader_replicas.clone(),
+                p1.last_known_elr.clone()
+            ),
+            (vec![], vec![4])
+        );
+        state.apply_entry(6, vec![MetadataRecord::RemoveTopic { topic_id }]);
         assert_eq!(state.shard_load, vec![0, 0]);
         assert!(state.image.topic("t").is_none());
     }

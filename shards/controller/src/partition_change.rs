@@ -3,24 +3,36 @@
 //! `handleBrokerInControlledShutdown`, with `PartitionChangeBuilder`'s election): pure functions
 //! of the metadata state that return the PartitionChange records to commit.
 //!
-//! The rules kept from Kafka (metadata version 4.x, ELR off):
-//! - a leader is elected from the ISR only, in replica order, among unfenced brokers; when no
-//!   ISR member can lead, the partition has no leader (-1) unless
-//!   `unclean.leader.election.enable` holds for the topic (its override, else the broker
-//!   default): then the first live replica leads, and the ISR is that replica alone;
-//! - a broker that goes away leaves the ISR of every partition, except where it is the last
-//!   member (the ISR never becomes empty: the last member is the one that can lead again with
-//!   everything committed);
+//! The rules kept from Kafka (metadata version 4.x; ELR as `eligible.leader.replicas.version`
+//! 1, which Kafka 4.4 finalizes for new clusters):
+//! - a leader is elected from the ISR only, in replica order, among unfenced brokers — or,
+//!   when the ISR is empty, from the eligible leader replicas (KIP-966); when none can lead, the
+//!   partition has no leader (-1) unless `unclean.leader.election.enable` holds for the topic
+//!   (its override, else the broker default): then the first live replica leads, and the ISR
+//!   is that replica alone;
+//! - ELR (KIP-966): while the ISR is below `min.insync.replicas` the high watermark does not
+//!   move, so whoever leaves the ISR then holds everything committed and becomes an eligible
+//!   leader replica (ELR); an ISR back at min ISR, an unclean election, a broker's unclean
+//!   shutdown (for that broker) or a change of `min.insync.replicas` clears it; LastKnownElr
+//!   keeps the last leader once the ISR empties (Kafka 4.4's "balanced recovery": that leader
+//!   may lead again when it returns, if no ISR or ELR member can);
+//! - a broker that goes away leaves the ISR of every partition; with ELR off the last member
+//!   stays (it is the one that can lead again with everything committed), with ELR on it
+//!   leaves too and stays eligible;
 //! - the leader epoch moves only when the leader changes; an ISR change alone keeps it (since
 //!   metadata version 3.6), and every change is a new partition epoch (applied in
 //!   `MetadataState`);
 //! - a broker coming back is not put back in any ISR by the controller: the leader does it
-//!   with AlterPartition once the replica has caught up.
+//!   with AlterPartition once the replica has caught up (an ELR member elected is the only
+//!   member of its new ISR).
 
+use std::collections::BTreeSet;
+
+use sluice_protocol::codec::Uuid;
 use sluice_protocol::error::ErrorCode;
 use sluice_shard::{
     AlterPartitionItem, AlterPartitionOutcome, ElectionOutcome, ElectionTopic, MetadataError,
-    PartitionImage, TopicImage, ELECTION_TYPE_UNCLEAN,
+    PartitionImage, TopicImage, ELECTION_TYPE_UNCLEAN, ELIGIBLE_LEADER_REPLICAS_VERSION,
 };
 
 use crate::metadata_state::MetadataState;
@@ -28,6 +40,27 @@ use crate::records::MetadataRecord;
 
 /// Kafka's topic config (and broker default) allowing a replica outside the ISR to lead.
 const UNCLEAN_LEADER_ELECTION_ENABLE: &str = "unclean.leader.election.enable";
+/// Kafka's topic config (and broker default) below which the ISR keeps an ELR.
+pub const MIN_INSYNC_REPLICAS: &str = "min.insync.replicas";
+
+/// The broker defaults an election decides with when the topic does not override them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ElectionDefaults {
+    /// `unclean.leader.election.enable`.
+    pub unclean_leader_election_enable: bool,
+    /// `min.insync.replicas`.
+    pub min_insync_replicas: i32,
+}
+
+impl Default for ElectionDefaults {
+    /// Kafka's defaults: no unclean election, min ISR 1.
+    fn default() -> ElectionDefaults {
+        ElectionDefaults {
+            unclean_leader_election_enable: false,
+            min_insync_replicas: 1,
+        }
+    }
+}
 
 /// Whether `topic` may elect a leader outside its ISR: its override, else the broker default.
 pub fn unclean_election_enabled(topic: &TopicImage, broker_default: bool) -> bool {
@@ -39,119 +72,282 @@ pub fn unclean_election_enabled(topic: &TopicImage, broker_default: bool) -> boo
         })
 }
 
+/// The topic's effective `min.insync.replicas` (Kafka's `getTopicEffectiveMinIsr`): its
+/// override, else the broker default.
+fn min_insync_replicas(topic: &TopicImage, broker_default: i32) -> usize {
+    let value = topic
+        .configs
+        .get(MIN_INSYNC_REPLICAS)
+        .and_then(|v| v.trim().parse::<i32>().ok())
+        .unwrap_or(broker_default);
+    value.max(1) as usize
+}
+
+/// Whether the finalized `eligible.leader.replicas.version` turns ELR on (level 1 and up).
+pub fn elr_enabled(state: &MetadataState) -> bool {
+    state
+        .image
+        .finalized_features
+        .get(ELIGIBLE_LEADER_REPLICAS_VERSION)
+        .is_some_and(|level| *level >= 1)
+}
+
 /// Whether `broker_id` is registered and unfenced.
 fn unfenced(state: &MetadataState, broker_id: i32) -> bool {
     state.brokers.get(&broker_id).is_some_and(|b| !b.fenced)
 }
 
-/// The leader and ISR of `p` once its ISR is `isr` (PartitionChangeBuilder's election): the
-/// current leader stays if it is still in the ISR and usable; else the first replica, in
-/// replica order, that is in the ISR and usable; else, when unclean election is allowed, the
-/// first usable replica, alone in the ISR; else no leader.
-fn elect(
-    p: &PartitionImage,
-    isr: Vec<i32>,
-    usable: &impl Fn(i32) -> bool,
-    unclean: bool,
-) -> (i32, Vec<i32>) {
-    if p.leader >= 0 && isr.contains(&p.leader) && usable(p.leader) {
-        return (p.leader, isr);
-    }
-    if let Some(leader) = p
-        .replicas
-        .iter()
-        .copied()
-        .find(|id| isr.contains(id) && usable(*id))
-    {
-        return (leader, isr);
-    }
-    if unclean {
-        if let Some(leader) = p.replicas.iter().copied().find(|id| usable(*id)) {
-            return (leader, vec![leader]);
-        }
-    }
-    (-1, isr)
+/// PartitionChangeBuilder's election types.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Election {
+    /// The first replica if it can lead, else as `Online`.
+    Preferred,
+    /// From the ISR (or, with the ISR empty, the ELR) only.
+    Online,
+    /// As `Online`, else any live replica (which may lose committed records).
+    Unclean,
 }
 
-/// The record taking `p` to `leader` and `isr`, if that changes anything. The leader epoch
-/// moves with the leader only.
-fn change(
-    topic: &TopicImage,
-    p: &PartitionImage,
-    leader: i32,
-    isr: Vec<i32>,
-) -> Option<MetadataRecord> {
-    if leader == p.leader && isr == p.isr {
-        return None;
-    }
-    Some(MetadataRecord::PartitionChange {
-        topic_id: topic.topic_id,
-        partition: p.partition,
-        leader,
-        leader_epoch: if leader == p.leader {
-            p.leader_epoch
+/// One partition change as Kafka's `PartitionChangeBuilder.build` decides it.
+struct Change<'a> {
+    topic: &'a TopicImage,
+    p: &'a PartitionImage,
+    /// The ISR asked for (before the election may replace it).
+    target_isr: Vec<i32>,
+    election: Election,
+    /// `Some(min ISR)` when ELR is on.
+    elr_min_isr: Option<usize>,
+    /// Replicas whose last process did not shut down cleanly: never eligible (KIP-966).
+    unclean_shutdown: Option<i32>,
+}
+
+impl Change<'_> {
+    fn new<'a>(
+        state: &MetadataState,
+        topic: &'a TopicImage,
+        p: &'a PartitionImage,
+        target_isr: Vec<i32>,
+        defaults: &ElectionDefaults,
+    ) -> Change<'a> {
+        let election = if unclean_election_enabled(topic, defaults.unclean_leader_election_enable) {
+            Election::Unclean
         } else {
-            p.leader_epoch + 1
-        },
-        isr,
-    })
+            Election::Online
+        };
+        let elr_min_isr =
+            elr_enabled(state).then(|| min_insync_replicas(topic, defaults.min_insync_replicas));
+        Change {
+            topic,
+            p,
+            target_isr,
+            election,
+            elr_min_isr,
+            unclean_shutdown: None,
+        }
+    }
+
+    /// The record taking the partition where the rules say, if that changes anything.
+    /// The leader epoch moves with the leader only.
+    fn build(self, usable: &impl Fn(i32) -> bool) -> Option<MetadataRecord> {
+        let p = self.p;
+        let elr_on = self.elr_min_isr.is_some();
+        let mut isr = self.target_isr;
+        let mut elr = p.eligible_leader_replicas.clone();
+        // KIP-966: at or above min ISR there is no ELR; below it, whoever was in the ISR (or
+        // already eligible) and is not in the new ISR stays eligible — the high watermark does
+        // not move below min ISR, so they hold everything committed — unless its broker lost
+        // its unflushed tail in an unclean shutdown.
+        if let Some(min_isr) = self.elr_min_isr {
+            if isr.len() >= min_isr {
+                elr.clear();
+            } else {
+                let candidates: BTreeSet<i32> = elr.iter().chain(&p.isr).copied().collect();
+                elr = candidates
+                    .into_iter()
+                    .filter(|id| !isr.contains(id) && self.unclean_shutdown != Some(*id))
+                    .collect();
+            }
+        }
+        let (leader, unclean) = elect(p, &isr, &elr, elr_on, self.election, usable);
+        let leader_changed = leader != p.leader;
+        let mut record_isr = None;
+        if leader_changed {
+            if elr.contains(&leader) {
+                // Led from the ELR: it is the whole ISR, and no longer merely eligible.
+                isr = vec![leader];
+                elr.retain(|id| *id != leader);
+            }
+            if unclean {
+                record_isr = Some(vec![leader]);
+            }
+        }
+        // An unclean election (or ELR off) forgets the ELR.
+        if record_isr.is_some() || !elr_on {
+            elr.clear();
+        }
+        let record_elr = (elr != p.eligible_leader_replicas).then_some(elr);
+        // With ELR on the ISR may become empty; off, its last member stays (it can lead again
+        // with everything committed).
+        if record_isr.is_none() && (!isr.is_empty() || elr_on) && isr != p.isr {
+            record_isr = Some(isr);
+        }
+        // Kafka 4.4 keeps the last known leader in LastKnownElr: set when the ISR first
+        // empties, cleared once the partition has (or keeps) a leader.
+        let mut record_last_known_elr = None;
+        if elr_on {
+            let record_leader = leader_changed.then_some(leader);
+            if record_isr.as_ref().is_some_and(Vec::is_empty) && p.last_known_elr != [p.leader] {
+                record_last_known_elr = Some(vec![p.leader]);
+            } else if (record_leader.is_some_and(|l| l >= 0)
+                || (p.leader != -1 && record_leader != Some(-1)))
+                && !p.last_known_elr.is_empty()
+            {
+                record_last_known_elr = Some(Vec::new());
+            }
+        }
+        if !leader_changed
+            && record_isr.is_none()
+            && record_elr.is_none()
+            && record_last_known_elr.is_none()
+        {
+            return None;
+        }
+        Some(MetadataRecord::PartitionChange {
+            topic_id: self.topic.topic_id,
+            partition: p.partition,
+            leader,
+            leader_epoch: if leader_changed {
+                p.leader_epoch + 1
+            } else {
+                p.leader_epoch
+            },
+            isr: record_isr.unwrap_or_else(|| p.isr.clone()),
+            eligible_leader_replicas: record_elr,
+            last_known_elr: record_last_known_elr,
+        })
+    }
+}
+
+/// PartitionChangeBuilder's election: the new leader and whether the election was unclean.
+/// A replica can lead if it is usable and in the ISR, or — the ISR empty — in the ELR. The
+/// current leader stays if it still can (the preferred replica first, for a preferred
+/// election); else the first replica in replica order that can; else, with ELR on, ISR and ELR
+/// empty, the last known leader if it is usable (Kafka 4.4's "balanced recovery", counted as
+/// unclean); else, for an unclean election, the first usable replica; else none.
+fn elect(
+    p: &PartitionImage,
+    isr: &[i32],
+    elr: &[i32],
+    elr_on: bool,
+    election: Election,
+    usable: &impl Fn(i32) -> bool,
+) -> (i32, bool) {
+    let valid = |id: i32| {
+        id >= 0 && (isr.contains(&id) || (isr.is_empty() && elr.contains(&id))) && usable(id)
+    };
+    if election == Election::Preferred {
+        if let Some(first) = p.replicas.first().copied().filter(|id| valid(*id)) {
+            return (first, false);
+        }
+    }
+    if valid(p.leader) {
+        return (p.leader, false);
+    }
+    if let Some(leader) = p.replicas.iter().copied().find(|id| valid(*id)) {
+        return (leader, false);
+    }
+    let last_known_leader =
+        elr_on && elr.is_empty() && isr.is_empty() && p.last_known_elr.len() == 1;
+    if last_known_leader && usable(p.last_known_elr[0]) {
+        return (p.last_known_elr[0], true);
+    }
+    if election == Election::Unclean {
+        if let Some(leader) = p.replicas.iter().copied().find(|id| usable(*id)) {
+            return (leader, true);
+        }
+    }
+    (-1, false)
 }
 
 /// Broker `broker_id` is going away — fenced (its session expired, or it asked in a controlled
 /// shutdown) or registered anew (its previous process is gone, and may have lost what it had
-/// not flushed): it leaves the ISR of every partition where it is not the last member, and the
-/// partitions it led get a new leader from their ISR (Kafka's `handleBrokerFenced` /
-/// `handleBrokerInControlledShutdown`). The records go in the same entry as the fencing.
+/// not flushed): it leaves the ISR of every partition, and the partitions it led get a new
+/// leader (Kafka's `handleBrokerFenced` / `handleBrokerInControlledShutdown`). With ELR on, an
+/// ISR falling below min ISR keeps its former members as eligible leaders, and the last member
+/// leaves too (the ISR empties, the ELR holds it); with ELR off the last member stays. When
+/// `unclean_shutdown` (a registration whose previous process did not shut down cleanly:
+/// Kafka's `handleBrokerUncleanShutdown`), it leaves every ELR too. The records go in the same
+/// entry as the fencing or registration.
 pub fn broker_removed(
     state: &MetadataState,
     broker_id: i32,
-    unclean_default: bool,
+    defaults: &ElectionDefaults,
+    unclean_shutdown: bool,
 ) -> Vec<MetadataRecord> {
     let usable = |id: i32| id != broker_id && unfenced(state, id);
     let mut records = Vec::new();
     for topic in state.image.topics.values() {
-        let unclean = unclean_election_enabled(topic, unclean_default);
         for p in &topic.partitions {
-            if p.leader != broker_id && !p.isr.contains(&broker_id) {
+            let in_elr = unclean_shutdown && p.eligible_leader_replicas.contains(&broker_id);
+            if p.leader != broker_id && !p.isr.contains(&broker_id) && !in_elr {
                 continue;
             }
-            let mut isr: Vec<i32> = p
+            let isr = p
                 .isr
                 .iter()
                 .copied()
                 .filter(|id| *id != broker_id)
                 .collect();
-            if isr.is_empty() {
-                // The last member stays: it holds everything committed and can lead again.
-                isr = p.isr.clone();
+            let mut change = Change::new(state, topic, p, isr, defaults);
+            if unclean_shutdown {
+                change.unclean_shutdown = Some(broker_id);
             }
-            let (leader, isr) = elect(p, isr, &usable, unclean);
-            records.extend(change(topic, p, leader, isr));
+            records.extend(change.build(&usable));
         }
     }
     records
 }
 
 /// Broker `broker_id` is unfenced: the partitions without a leader get one if the broker (or,
-/// with unclean election, any live replica) can lead them (Kafka's `handleBrokerUnfenced`).
-/// Its own ISR memberships are not touched: the leaders add it back once it has caught up.
+/// with unclean election, any live replica) can lead them — from the ELR too when the ISR is
+/// empty (Kafka's `handleBrokerUnfenced`). Its own ISR memberships are not touched: the
+/// leaders add it back once it has caught up.
 pub fn broker_unfenced(
     state: &MetadataState,
     broker_id: i32,
-    unclean_default: bool,
+    defaults: &ElectionDefaults,
 ) -> Vec<MetadataRecord> {
     let usable = |id: i32| id == broker_id || unfenced(state, id);
     let mut records = Vec::new();
     for topic in state.image.topics.values() {
-        let unclean = unclean_election_enabled(topic, unclean_default);
         for p in topic.partitions.iter().filter(|p| p.leader == -1) {
-            let (leader, isr) = elect(p, p.isr.clone(), &usable, unclean);
-            if leader != -1 {
-                records.extend(change(topic, p, leader, isr));
-            }
+            let change = Change::new(state, topic, p, p.isr.clone(), defaults);
+            records.extend(change.build(&usable));
         }
     }
     records
+}
+
+/// `min.insync.replicas` of `topic_id` changed (Kafka's ClearElrRecord): its partitions forget
+/// their ELR and last known ELR, which were kept against the old value.
+pub fn min_isr_changed(state: &MetadataState, topic_id: &Uuid) -> Vec<MetadataRecord> {
+    let Some(topic) = state.image.topic_by_id(topic_id) else {
+        return Vec::new();
+    };
+    topic
+        .partitions
+        .iter()
+        .filter(|p| !p.eligible_leader_replicas.is_empty() || !p.last_known_elr.is_empty())
+        .map(|p| MetadataRecord::PartitionChange {
+            topic_id: topic.topic_id,
+            partition: p.partition,
+            leader: p.leader,
+            leader_epoch: p.leader_epoch,
+            isr: p.isr.clone(),
+            eligible_leader_replicas: Some(Vec::new()),
+            last_known_elr: Some(Vec::new()),
+        })
+        .collect()
 }
 
 /// Kafka's `Replicas.validateIsr`: the ISR holds replicas only, each once.
@@ -172,6 +368,7 @@ pub fn alter_partition(
     broker_id: i32,
     broker_epoch: i64,
     item: &AlterPartitionItem,
+    defaults: &ElectionDefaults,
 ) -> Result<(AlterPartitionOutcome, Option<MetadataRecord>), MetadataError> {
     if state
         .brokers
@@ -236,15 +433,27 @@ pub fn alter_partition(
     if ineligible {
         return refused(ErrorCode::INELIGIBLE_REPLICA);
     }
-    let Some(record) = change(topic, p, p.leader, isr.clone()) else {
+    // The same builder as every other change: with ELR on, members leaving an ISR below min
+    // ISR become eligible leaders, and an ISR back at min ISR clears the ELR.
+    let usable = |id: i32| unfenced(state, id);
+    let Some(record) = Change::new(state, topic, p, isr, defaults).build(&usable) else {
+        return Ok((current(ErrorCode::NONE), None));
+    };
+    let MetadataRecord::PartitionChange {
+        leader,
+        leader_epoch,
+        isr,
+        ..
+    } = &record
+    else {
         return Ok((current(ErrorCode::NONE), None));
     };
     let outcome = AlterPartitionOutcome {
         error: ErrorCode::NONE,
-        leader_id: p.leader,
-        leader_epoch: p.leader_epoch,
+        leader_id: *leader,
+        leader_epoch: *leader_epoch,
         partition_epoch: p.partition_epoch + 1,
-        isr,
+        isr: isr.clone(),
     };
     Ok((outcome, Some(record)))
 }
@@ -262,23 +471,6 @@ const PREFERRED_LEADER_NOT_AVAILABLE_MESSAGE: &str = "The preferred leader was n
 const ELIGIBLE_LEADERS_NOT_AVAILABLE_MESSAGE: &str =
     "Eligible topic partition leaders are not available.";
 
-/// PartitionChangeBuilder's preferred election: the first replica if it is in the ISR and
-/// usable; else the current leader if it still can lead; else the first usable ISR member in
-/// replica order; else no leader.
-fn elect_preferred(p: &PartitionImage, usable: &impl Fn(i32) -> bool) -> i32 {
-    let can_lead = |id: i32| id >= 0 && p.isr.contains(&id) && usable(id);
-    match p.replicas.first() {
-        Some(preferred) if can_lead(*preferred) => *preferred,
-        _ if can_lead(p.leader) => p.leader,
-        _ => p
-            .replicas
-            .iter()
-            .copied()
-            .find(|id| can_lead(*id))
-            .unwrap_or(-1),
-    }
-}
-
 /// Kafka's `ReplicationControlManager.electLeader` for one partition: the record to commit,
 /// or the partition's error and Kafka's message for it.
 fn elect_leader(
@@ -286,6 +478,7 @@ fn elect_leader(
     topic_name: &str,
     partition: i32,
     unclean: bool,
+    defaults: &ElectionDefaults,
 ) -> Result<MetadataRecord, (ErrorCode, String)> {
     let Some(topic) = state.image.topic(topic_name) else {
         return Err((
@@ -311,13 +504,16 @@ fn elect_leader(
         ));
     }
     let usable = |id: i32| unfenced(state, id);
-    let (leader, isr) = if unclean {
-        elect(p, p.isr.clone(), &usable, true)
+    let mut change = Change::new(state, topic, p, p.isr.clone(), defaults);
+    change.election = if unclean {
+        Election::Unclean
     } else {
-        (elect_preferred(p, &usable), p.isr.clone())
+        Election::Preferred
     };
-    match change(topic, p, leader, isr) {
-        Some(record) if leader >= 0 => Ok(record),
+    match change.build(&usable) {
+        Some(record) if matches!(record, MetadataRecord::PartitionChange { leader, .. } if leader >= 0) => {
+            Ok(record)
+        }
         _ if unclean => Err((
             ErrorCode::ELIGIBLE_LEADERS_NOT_AVAILABLE,
             ELIGIBLE_LEADERS_NOT_AVAILABLE_MESSAGE.to_string(),
@@ -337,12 +533,13 @@ pub fn elect_leaders(
     state: &MetadataState,
     election_type: u8,
     topics: Option<&[ElectionTopic]>,
+    defaults: &ElectionDefaults,
 ) -> (Vec<ElectionOutcome>, Vec<MetadataRecord>) {
     let unclean = election_type == ELECTION_TYPE_UNCLEAN;
     let mut outcomes = Vec::new();
     let mut records: Vec<MetadataRecord> = Vec::new();
     let mut decide = |topic: &str, partition: i32, all: bool| {
-        let (error, message) = match elect_leader(state, topic, partition, unclean) {
+        let (error, message) = match elect_leader(state, topic, partition, unclean, defaults) {
             Ok(record) => {
                 if !records.contains(&record) {
                     records.push(record);
@@ -383,7 +580,10 @@ pub fn elect_leaders(
 /// partition not led by its first replica, at most [`ELECTIONS_PER_IMBALANCE_MAX`] of them.
 /// The second value tells whether some were left for another round. As KRaft's controller,
 /// any imbalance counts (`leader.imbalance.per.broker.percentage` is not consulted).
-pub fn balance_leaders(state: &MetadataState) -> (Vec<MetadataRecord>, bool) {
+pub fn balance_leaders(
+    state: &MetadataState,
+    defaults: &ElectionDefaults,
+) -> (Vec<MetadataRecord>, bool) {
     let usable = |id: i32| unfenced(state, id);
     let mut records = Vec::new();
     for topic in state.image.topics.values() {
@@ -394,9 +594,13 @@ pub fn balance_leaders(state: &MetadataState) -> (Vec<MetadataRecord>, bool) {
             if records.len() >= ELECTIONS_PER_IMBALANCE_MAX {
                 return (records, true);
             }
-            let leader = elect_preferred(p, &usable);
-            if leader >= 0 {
-                records.extend(change(topic, p, leader, p.isr.clone()));
+            let mut change = Change::new(state, topic, p, p.isr.clone(), defaults);
+            change.election = Election::Preferred;
+            match change.build(&usable) {
+                Some(record @ MetadataRecord::PartitionChange { leader, .. }) if leader >= 0 => {
+                    records.push(record)
+                }
+                _ => {}
             }
         }
     }
@@ -428,11 +632,33 @@ mod tests {
         records
     }
 
-    /// Brokers 1, 2, 3 live (epochs 10, 20, 30), 4 registered and fenced; topic "t" with the
-    /// given (replicas, isr, leader) per partition, at leader epoch 5; `configs` as overrides.
+    /// As [`cluster_elr`], with ELR off (`eligible.leader.replicas.version` 0): the rules of
+    /// Kafka before KIP-966, which most tests here pin.
     fn cluster(
         partitions: &[(Vec<i32>, Vec<i32>, i32)],
         configs: &[(&str, &str)],
+    ) -> MetadataState {
+        let state = cluster_with(partitions, configs, false);
+        assert!(!elr_enabled(&state));
+        state
+    }
+
+    /// Brokers 1, 2, 3 live (epochs 10, 20, 30), 4 registered and fenced; topic "t" with the
+    /// given (replicas, isr, leader) per partition, at leader epoch 5; `configs` as overrides.
+    /// ELR on, as a new cluster has it.
+    fn cluster_elr(
+        partitions: &[(Vec<i32>, Vec<i32>, i32)],
+        configs: &[(&str, &str)],
+    ) -> MetadataState {
+        let state = cluster_with(partitions, configs, true);
+        assert!(elr_enabled(&state));
+        state
+    }
+
+    fn cluster_with(
+        partitions: &[(Vec<i32>, Vec<i32>, i32)],
+        configs: &[(&str, &str)],
+        elr: bool,
     ) -> MetadataState {
         let topic_id = Uuid::from_u128(TOPIC);
         let mut records = Vec::new();
@@ -461,6 +687,12 @@ mod tests {
                 value: (*value).into(),
             });
         }
+        if !elr {
+            records.push(MetadataRecord::FeatureLevel {
+                name: ELIGIBLE_LEADER_REPLICAS_VERSION.into(),
+                feature_level: 0,
+            });
+        }
         let mut state = MetadataState::new(1, 1);
         state.apply_entry(1, records);
         state
@@ -473,7 +705,73 @@ mod tests {
             leader,
             leader_epoch,
             isr,
+            eligible_leader_replicas: None,
+            last_known_elr: None,
         }
+    }
+
+    /// `pc` that also sets the ELR fields (`None`: unchanged).
+    fn pc_elr(
+        (partition, leader, leader_epoch): (i32, i32, i32),
+        isr: Vec<i32>,
+        elr: Option<Vec<i32>>,
+        last_known_elr: Option<Vec<i32>>,
+    ) -> MetadataRecord {
+        MetadataRecord::PartitionChange {
+            topic_id: Uuid::from_u128(TOPIC),
+            partition,
+            leader,
+            leader_epoch,
+            isr,
+            eligible_leader_replicas: elr,
+            last_known_elr,
+        }
+    }
+
+    fn defaults(unclean: bool) -> ElectionDefaults {
+        ElectionDefaults {
+            unclean_leader_election_enable: unclean,
+            ..ElectionDefaults::default()
+        }
+    }
+
+    // The decisions with Kafka's broker defaults (min ISR 1), the unclean default as given.
+    fn broker_removed(state: &MetadataState, broker_id: i32, unclean: bool) -> Vec<MetadataRecord> {
+        super::broker_removed(state, broker_id, &defaults(unclean), false)
+    }
+
+    fn broker_unfenced(
+        state: &MetadataState,
+        broker_id: i32,
+        unclean: bool,
+    ) -> Vec<MetadataRecord> {
+        super::broker_unfenced(state, broker_id, &defaults(unclean))
+    }
+
+    fn alter_partition(
+        state: &MetadataState,
+        broker_id: i32,
+        broker_epoch: i64,
+        item: &AlterPartitionItem,
+    ) -> Result<(AlterPartitionOutcome, Option<MetadataRecord>), MetadataError> {
+        super::alter_partition(state, broker_id, broker_epoch, item, &defaults(false))
+    }
+
+    fn elect_leaders(
+        state: &MetadataState,
+        election_type: u8,
+        topics: Option<&[ElectionTopic]>,
+    ) -> (Vec<ElectionOutcome>, Vec<MetadataRecord>) {
+        super::elect_leaders(state, election_type, topics, &defaults(false))
+    }
+
+    fn balance_leaders(state: &MetadataState) -> (Vec<MetadataRecord>, bool) {
+        super::balance_leaders(state, &defaults(false))
+    }
+
+    /// Next free entry index of `state`.
+    fn next(state: &MetadataState) -> u64 {
+        state.applied_index + 1
     }
 
     fn fence(state: &mut MetadataState, index: u64, broker_id: i32, unclean: bool) {
@@ -483,7 +781,217 @@ mod tests {
             broker_epoch: epoch,
         }];
         records.extend(broker_removed(state, broker_id, unclean));
-        state.apply_entry(index, records);
+        state.apply_entry(index.max(next(state)), records);
+    }
+
+    fn unfence(state: &mut MetadataState, broker_id: i32) {
+        let epoch = state.brokers[&broker_id].broker_epoch;
+        let mut records = vec![MetadataRecord::UnfenceBroker {
+            broker_id,
+            broker_epoch: epoch,
+        }];
+        records.extend(broker_unfenced(state, broker_id, false));
+        state.apply_entry(next(state), records);
+    }
+
+    /// (leader, isr, elr, last known elr) of partition `p`.
+    fn elr_state(state: &MetadataState, p: i32) -> (i32, Vec<i32>, Vec<i32>, Vec<i32>) {
+        let p = partition(state, p);
+        (
+            p.leader,
+            p.isr,
+            p.eligible_leader_replicas,
+            p.last_known_elr,
+        )
+    }
+
+    const MIN_ISR_2: &[(&str, &str)] = &[(MIN_INSYNC_REPLICAS, "2")];
+
+    #[test]
+    fn elr_the_isr_shrinking_below_min_isr_keeps_its_former_members_eligible() {
+        let mut state = cluster_elr(&[(vec![1, 2, 3], vec![1, 2, 3], 1)], MIN_ISR_2);
+        // 3 goes: the ISR [1, 2] is still at min ISR, no ELR.
+        assert_eq!(
+            broker_removed(&state, 3, false),
+            vec![pc(0, 1, 5, vec![1, 2])]
+        );
+        fence(&mut state, 2, 3, false);
+        // 2 goes: the ISR [1] is below min ISR; 2 holds everything committed (the high
+        // watermark stopped at min ISR), so it is eligible. The leader stays.
+        assert_eq!(
+            broker_removed(&state, 2, false),
+            vec![pc_elr((0, 1, 5), vec![1], Some(vec![2]), None)]
+        );
+        fence(&mut state, 3, 2, false);
+        // 1, the last member, goes too: the ISR empties (ELR on), both are eligible, the
+        // partition has no leader and LastKnownElr keeps the last leader.
+        assert_eq!(
+            broker_removed(&state, 1, false),
+            vec![pc_elr((0, -1, 6), vec![], Some(vec![1, 2]), Some(vec![1]))]
+        );
+        fence(&mut state, 4, 1, false);
+        assert_eq!(elr_state(&state, 0), (-1, vec![], vec![1, 2], vec![1]));
+        // Kafka's DescribeTopicPartitions shows exactly these.
+        let p = partition(&state, 0);
+        assert_eq!(p.partition_epoch, 3);
+    }
+
+    #[test]
+    fn elr_an_eligible_replica_leads_once_the_isr_is_empty_and_a_replica_outside_does_not() {
+        let mut state = cluster_elr(&[(vec![1, 2, 3], vec![1, 2, 3], 1)], MIN_ISR_2);
+        for (index, broker) in [(2, 3), (3, 2), (4, 1)] {
+            fence(&mut state, index, broker, false);
+        }
+        // 3 left while the ISR was at min ISR: not eligible, it does not lead.
+        assert!(broker_unfenced(&state, 3, false).is_empty());
+        unfence(&mut state, 3);
+        // 2 is eligible: it leads, alone in the ISR, out of the ELR; the last known leader is
+        // forgotten once the partition has a leader.
+        assert_eq!(
+            broker_unfenced(&state, 2, false),
+            vec![pc_elr((0, 2, 7), vec![2], Some(vec![1]), Some(vec![]))]
+        );
+        unfence(&mut state, 2);
+        assert_eq!(elr_state(&state, 0), (2, vec![2], vec![1], vec![]));
+        // Its followers rejoin through AlterPartition: at min ISR the ELR is cleared.
+        let from_2 = AlterPartitionItem {
+            leader_id: 2,
+            ..item(7, 4, &[(2, 20), (3, 30)])
+        };
+        let (outcome, record) = alter_partition(&state, 2, 20, &from_2).unwrap();
+        assert_eq!(outcome.error, ErrorCode::NONE);
+        assert_eq!(outcome.isr, vec![2, 3]);
+        assert_eq!(
+            record,
+            Some(pc_elr((0, 2, 7), vec![2, 3], Some(vec![]), None))
+        );
+    }
+
+    #[test]
+    fn elr_an_unclean_shutdown_removes_the_broker_from_every_elr() {
+        let mut state = cluster_elr(&[(vec![1, 2, 3], vec![1, 2, 3], 1)], MIN_ISR_2);
+        for (index, broker) in [(2, 3), (3, 2), (4, 1)] {
+            fence(&mut state, index, broker, false);
+        }
+        // 2 registers again, its previous process gone without a clean shutdown: it may have
+        // lost its unflushed tail, so it is eligible no more.
+        assert_eq!(
+            super::broker_removed(&state, 2, &defaults(false), true),
+            vec![pc_elr((0, -1, 6), vec![], Some(vec![1]), None)]
+        );
+        // A clean one changes nothing: it is in no ISR and leads nothing.
+        assert!(super::broker_removed(&state, 2, &defaults(false), false).is_empty());
+        state.apply_entry(
+            next(&state),
+            super::broker_removed(&state, 2, &defaults(false), true),
+        );
+        // Then neither 2 nor 3 may lead; 1 may.
+        assert!(broker_unfenced(&state, 2, false).is_empty());
+        assert_eq!(
+            broker_unfenced(&state, 1, false),
+            vec![pc_elr((0, 1, 7), vec![1], Some(vec![]), Some(vec![]))]
+        );
+    }
+
+    #[test]
+    fn elr_alter_partition_below_min_isr_makes_the_removed_members_eligible() {
+        let state = cluster_elr(
+            &[(vec![1, 2, 3], vec![1, 2, 3], 1)],
+            &[(MIN_INSYNC_REPLICAS, "3")],
+        );
+        let (outcome, record) =
+            alter_partition(&state, 1, 10, &item(5, 0, &[(1, 10), (2, 20)])).unwrap();
+        assert_eq!((outcome.error, outcome.isr), (ErrorCode::NONE, vec![1, 2]));
+        assert_eq!(
+            record,
+            Some(pc_elr((0, 1, 5), vec![1, 2], Some(vec![3]), None))
+        );
+    }
+
+    #[test]
+    fn elr_the_last_known_leader_leads_when_isr_and_elr_are_empty() {
+        // RF 1 under the default min ISR 1: the broker's controlled shutdown empties the ISR
+        // and keeps it eligible; back, it leads from the ELR.
+        let mut state = cluster_elr(&[(vec![1], vec![1], 1)], &[]);
+        assert_eq!(
+            broker_removed(&state, 1, false),
+            vec![pc_elr((0, -1, 6), vec![], Some(vec![1]), Some(vec![1]))]
+        );
+        fence(&mut state, 2, 1, false);
+        assert_eq!(
+            broker_unfenced(&state, 1, false),
+            vec![pc_elr((0, 1, 7), vec![1], Some(vec![]), Some(vec![]))]
+        );
+        // Had it crashed, its registration takes it out of the ELR; LastKnownElr still names
+        // it, and as the only replica that can come back it leads (Kafka 4.4's balanced
+        // recovery, an unclean election).
+        let mut state = cluster_elr(&[(vec![1], vec![1], 1)], &[]);
+        fence(&mut state, 2, 1, false);
+        state.apply_entry(
+            next(&state),
+            super::broker_removed(&state, 1, &defaults(false), true),
+        );
+        assert_eq!(elr_state(&state, 0), (-1, vec![], vec![], vec![1]));
+        assert_eq!(
+            broker_unfenced(&state, 1, false),
+            vec![pc_elr((0, 1, 7), vec![1], None, Some(vec![]))]
+        );
+    }
+
+    #[test]
+    fn elr_an_unclean_election_forgets_the_elr() {
+        // 4 eligible but fenced for good; 3 outside the ISR and ELR; once the topic allows
+        // unclean elections, 3 leads alone, and the ELR goes.
+        let mut state = cluster_elr(
+            &[(vec![4, 3], vec![4], 4)],
+            &[(UNCLEAN_LEADER_ELECTION_ENABLE, "false")],
+        );
+        // 4 is fenced already in `cluster_elr`; its removal empties the ISR.
+        state.apply_entry(next(&state), broker_removed(&state, 4, false));
+        assert_eq!(elr_state(&state, 0), (-1, vec![], vec![4], vec![4]));
+        let state = {
+            let mut s = state;
+            s.apply_entry(
+                next(&s),
+                vec![MetadataRecord::Config {
+                    topic_id: Uuid::from_u128(TOPIC),
+                    name: UNCLEAN_LEADER_ELECTION_ENABLE.into(),
+                    value: "true".into(),
+                }],
+            );
+            s
+        };
+        assert_eq!(
+            broker_unfenced(&state, 3, false),
+            vec![pc_elr((0, 3, 7), vec![3], Some(vec![]), Some(vec![]))]
+        );
+    }
+
+    #[test]
+    fn elr_a_new_min_isr_clears_elr_and_last_known_elr() {
+        let mut state = cluster_elr(&[(vec![1, 2, 3], vec![1, 2, 3], 1)], MIN_ISR_2);
+        for (index, broker) in [(2, 3), (3, 2)] {
+            fence(&mut state, index, broker, false);
+        }
+        assert_eq!(elr_state(&state, 0), (1, vec![1], vec![2], vec![]));
+        assert_eq!(
+            min_isr_changed(&state, &Uuid::from_u128(TOPIC)),
+            vec![pc_elr((0, 1, 5), vec![1], Some(vec![]), Some(vec![]))]
+        );
+        assert!(min_isr_changed(&state, &Uuid::from_u128(99)).is_empty());
+    }
+
+    #[test]
+    fn elr_off_keeps_the_rules_before_kip_966() {
+        let mut state = cluster(&[(vec![1, 2, 3], vec![1, 2, 3], 1)], MIN_ISR_2);
+        fence(&mut state, 3, 3, false);
+        fence(&mut state, 4, 2, false);
+        assert_eq!(elr_state(&state, 0), (1, vec![1], vec![], vec![]));
+        // The last member stays in the ISR.
+        assert_eq!(
+            broker_removed(&state, 1, false),
+            vec![pc(0, -1, 6, vec![1])]
+        );
     }
 
     fn partition(state: &MetadataState, p: i32) -> PartitionImage {

@@ -27,7 +27,10 @@ use sluice_shard::{
 use tracing::{error, info, warn};
 
 use crate::metadata_state::MetadataState;
-use crate::partition_change::{balance_leaders, broker_removed, broker_unfenced, elect_leaders};
+use crate::partition_change::{
+    balance_leaders, broker_removed, broker_unfenced, elect_leaders, min_isr_changed,
+    ElectionDefaults, MIN_INSYNC_REPLICAS,
+};
 use crate::placement::{place_replicas, PlacementBroker};
 use crate::raft_driver::{self, Applier, DriverSettings, ProposeError, RaftHandle};
 use crate::records::{decode_entry, encode_entry, MetadataRecord};
@@ -76,6 +79,8 @@ pub struct ControllerSettings {
     pub partitions_max: usize,
     /// `unclean.leader.election.enable`: the default of topics without the override.
     pub unclean_leader_election_enable: bool,
+    /// `min.insync.replicas`: the default of topics without the override (ELR is kept below it).
+    pub min_insync_replicas: i32,
     /// `leader.imbalance.check.interval.seconds` when `auto.leader.rebalance.enable` holds
     /// (KRaft's `leaderImbalanceCheckIntervalNs`): how often the active controller moves
     /// leadership back to preferred replicas; `None` never does.
@@ -119,6 +124,16 @@ struct ObserverState {
     last_caught_up_ms: i64,
     /// This controller's applied index at the last fetch.
     applied_at_last_fetch: i64,
+}
+
+impl ControllerSettings {
+    /// The broker defaults elections decide with.
+    pub fn election_defaults(&self) -> ElectionDefaults {
+        ElectionDefaults {
+            unclean_leader_election_enable: self.unclean_leader_election_enable,
+            min_insync_replicas: self.min_insync_replicas,
+        }
+    }
 }
 
 impl QuorumController {
@@ -175,7 +190,9 @@ impl QuorumController {
     /// link). Its registrations replace any earlier one at once: that incarnation was this
     /// node's previous process, which is gone (it held the data directory's lock).
     pub async fn serve_in_process(&self, request: ControllerRequest) -> Option<ControllerResponse> {
-        if let ControllerRequest::BrokerRegistration { broker_id, .. } = &request {
+        if let ControllerRequest::BrokerRegistration { broker_id, .. }
+        | ControllerRequest::BrokerRegistrationWithPreviousEpoch { broker_id, .. } = &request
+        {
             if *broker_id == self.settings.node_id {
                 self.sessions.borrow_mut().remove(broker_id);
             }
@@ -226,7 +243,27 @@ impl QuorumController {
                 rack,
             } => {
                 let result = self
-                    .register_broker(broker_id, incarnation_id, host, port, rack)
+                    .register_broker(broker_id, incarnation_id, host, port, rack, None)
+                    .await;
+                ControllerResponse::BrokerRegistration { result }
+            }
+            ControllerRequest::BrokerRegistrationWithPreviousEpoch {
+                broker_id,
+                incarnation_id,
+                host,
+                port,
+                rack,
+                previous_broker_epoch,
+            } => {
+                let result = self
+                    .register_broker(
+                        broker_id,
+                        incarnation_id,
+                        host,
+                        port,
+                        rack,
+                        Some(previous_broker_epoch),
+                    )
                     .await;
                 ControllerResponse::BrokerRegistration { result }
             }
@@ -327,7 +364,12 @@ impl QuorumController {
             } => {
                 let (outcomes, records) = {
                     let state = self.state.borrow();
-                    elect_leaders(&state, election_type, topics.as_deref())
+                    elect_leaders(
+                        &state,
+                        election_type,
+                        topics.as_deref(),
+                        &self.settings.election_defaults(),
+                    )
                 };
                 match self.commit(records).await {
                     Ok(metadata_offset) => ControllerResponse::ElectLeaders {
@@ -385,9 +427,25 @@ impl QuorumController {
         host: String,
         port: i32,
         rack: Option<String>,
+        previous_broker_epoch: Option<i64>,
     ) -> Result<i64, MetadataError> {
         let (records, broker_epoch) = {
             let state = self.state.borrow();
+            // KIP-966: a broker whose previous process did not record a clean shutdown of the
+            // registration the controller has (its `PreviousBrokerEpoch` differs) may have lost
+            // its unflushed tail, so it is no longer an eligible leader of anything. A request
+            // without the field (the older frame) is taken as clean, as before ELR.
+            let unclean_shutdown = match (state.brokers.get(&broker_id), previous_broker_epoch) {
+                (Some(existing), Some(previous)) => previous != existing.broker_epoch,
+                _ => false,
+            };
+            if unclean_shutdown {
+                info!(
+                    broker_id,
+                    ?previous_broker_epoch,
+                    "broker registers after an unclean shutdown: it leaves every ELR"
+                );
+            }
             if let Some(existing) = state.brokers.get(&broker_id) {
                 let alive = self
                     .sessions
@@ -413,7 +471,8 @@ impl QuorumController {
             records.extend(broker_removed(
                 &state,
                 broker_id,
-                self.settings.unclean_leader_election_enable,
+                &self.settings.election_defaults(),
+                unclean_shutdown,
             ));
             (records, broker_epoch)
         };
@@ -442,14 +501,14 @@ impl QuorumController {
                 return Err(MetadataError::StaleBrokerEpoch);
             }
             let is_caught_up = current_metadata_offset >= registration.registered_index as i64;
-            let unclean = self.settings.unclean_leader_election_enable;
+            let defaults = self.settings.election_defaults();
             let records = match (registration.fenced, want_fence) {
                 (true, false) if is_caught_up => {
                     let mut records = vec![MetadataRecord::UnfenceBroker {
                         broker_id,
                         broker_epoch,
                     }];
-                    records.extend(broker_unfenced(&state, broker_id, unclean));
+                    records.extend(broker_unfenced(&state, broker_id, &defaults));
                     records
                 }
                 // A controlled shutdown (or a broker asking to be fenced): its leaderships move
@@ -460,7 +519,7 @@ impl QuorumController {
                         broker_id,
                         broker_epoch,
                     }];
-                    records.extend(broker_removed(&state, broker_id, unclean));
+                    records.extend(broker_removed(&state, broker_id, &defaults, false));
                     records
                 }
                 _ => Vec::new(),
@@ -744,7 +803,10 @@ impl QuorumController {
             if !controller.active.get() {
                 continue;
             }
-            let (records, more) = balance_leaders(&controller.state.borrow());
+            let (records, more) = balance_leaders(
+                &controller.state.borrow(),
+                &controller.settings.election_defaults(),
+            );
             if records.is_empty() {
                 continue;
             }
@@ -785,7 +847,8 @@ impl QuorumController {
                     records.extend(broker_removed(
                         &state,
                         broker_id,
-                        self.settings.unclean_leader_election_enable,
+                        &self.settings.election_defaults(),
+                        false,
                     ));
                     records
                 }
@@ -905,7 +968,13 @@ impl QuorumController {
     ) -> Result<AlterPartitionOutcome, MetadataError> {
         let (outcome, record) = {
             let state = self.state.borrow();
-            crate::partition_change::alter_partition(&state, broker_id, broker_epoch, &item)?
+            crate::partition_change::alter_partition(
+                &state,
+                broker_id,
+                broker_epoch,
+                &item,
+                &self.settings.election_defaults(),
+            )?
         };
         if let Some(record) = record {
             let index = self.commit(vec![record]).await?;
@@ -990,7 +1059,21 @@ impl QuorumController {
             for changes in &topics {
                 results.push(config_records(&state.image, changes).map(|planned| {
                     if !validate_only {
+                        // KIP-966: the ELR was kept against the old min ISR; a new one clears
+                        // it (Kafka's ClearElrRecord), in the same entry.
+                        let min_isr_changed_for = planned.iter().find_map(|record| match record {
+                            MetadataRecord::Config { topic_id, name, .. }
+                            | MetadataRecord::RemoveConfig { topic_id, name }
+                                if name == MIN_INSYNC_REPLICAS =>
+                            {
+                                Some(*topic_id)
+                            }
+                            _ => None,
+                        });
                         records.extend(planned);
+                        if let Some(topic_id) = min_isr_changed_for {
+                            records.extend(min_isr_changed(&state, &topic_id));
+                        }
                     }
                 }));
             }
@@ -1316,8 +1399,10 @@ mod tests {
     #[test]
     fn a_fenced_broker_leads_nothing_and_gets_its_partitions_back() {
         let (mut state, topic_id) = state_with_topic();
-        let lost = broker_removed(&state, 4, false);
-        // Partition 0 has no other replica: no leader, ISR kept. Partition 2 moves to 6.
+        let defaults = ElectionDefaults::default();
+        let lost = broker_removed(&state, 4, &defaults, false);
+        // Partition 0 has no other replica: no leader, its ISR empties and 4 stays eligible
+        // (ELR, on by default). Partition 2 moves to 6.
         assert_eq!(
             lost,
             vec![
@@ -1326,7 +1411,9 @@ mod tests {
                     partition: 0,
                     leader: -1,
                     leader_epoch: 4,
-                    isr: vec![4],
+                    isr: vec![],
+                    eligible_leader_replicas: Some(vec![4]),
+                    last_known_elr: Some(vec![4]),
                 },
                 MetadataRecord::PartitionChange {
                     topic_id,
@@ -1334,6 +1421,8 @@ mod tests {
                     leader: 6,
                     leader_epoch: 4,
                     isr: vec![6],
+                    eligible_leader_replicas: None,
+                    last_known_elr: None,
                 },
             ]
         );
@@ -1348,7 +1437,7 @@ mod tests {
             broker_id: 4,
             broker_epoch: 4,
         }];
-        regained.extend(broker_unfenced(&state, 4, false));
+        regained.extend(broker_unfenced(&state, 4, &defaults));
         assert_eq!(
             regained,
             vec![
@@ -1362,6 +1451,8 @@ mod tests {
                     leader: 4,
                     leader_epoch: 5,
                     isr: vec![4],
+                    eligible_leader_replicas: Some(vec![]),
+                    last_known_elr: Some(vec![]),
                 },
             ]
         );
@@ -1400,6 +1491,7 @@ mod tests {
             delete_topic_enable: true,
             partitions_max: 1000,
             unclean_leader_election_enable: false,
+            min_insync_replicas: 1,
             leader_imbalance_check_interval: None,
         };
         (dir, settings)
@@ -1658,17 +1750,20 @@ mod tests {
     #[test]
     fn a_fenced_follower_only_leaves_the_isr() {
         let (state, topic_id) = state_with_topic();
+        let defaults = ElectionDefaults::default();
         assert_eq!(
-            broker_removed(&state, 6, false),
+            broker_removed(&state, 6, &defaults, false),
             vec![MetadataRecord::PartitionChange {
                 topic_id,
                 partition: 2,
                 leader: 4,
                 leader_epoch: 3,
                 isr: vec![4],
+                eligible_leader_replicas: None,
+                last_known_elr: None,
             }]
         );
-        assert!(broker_removed(&state, 99, false).is_empty());
+        assert!(broker_removed(&state, 99, &defaults, false).is_empty());
     }
 
     /// Three brokers on one voter: a topic with 3 replicas is created, its leader shrinks the

@@ -46,8 +46,13 @@ pub enum MetadataRecord {
         leader: i32,
         /// The new leader epoch.
         leader_epoch: i32,
-        /// The new ISR.
+        /// The new ISR (empty only with ELR on: every member left and none can lead).
         isr: Vec<i32>,
+        /// The new eligible leader replicas (KIP-966), `None` when unchanged: Kafka's nullable
+        /// tagged field `EligibleLeaderReplicas`.
+        eligible_leader_replicas: Option<Vec<i32>>,
+        /// The new last known ELR (KIP-966), `None` when unchanged: Kafka's `LastKnownElr`.
+        last_known_elr: Option<Vec<i32>>,
     },
     /// A broker registered (KRaft's RegisterBrokerRecord). It starts fenced.
     RegisterBroker {
@@ -126,6 +131,9 @@ const REGISTER_BROKER: u8 = 9;
 const FENCE_BROKER: u8 = 10;
 const UNFENCE_BROKER: u8 = 11;
 const FEATURE_LEVEL: u8 = 12;
+/// A PartitionChange that also sets the ELR fields: a type of its own, so that the changes
+/// without them keep the bytes they always had.
+const PARTITION_CHANGE_ELR: u8 = 13;
 /// Records in one metadata log entry: a change is one entry, so it commits whole or not at all.
 const RECORDS_PER_ENTRY_MAX: usize = 1 << 20;
 
@@ -141,6 +149,9 @@ pub enum RecordError {
     /// The rack's presence flag is neither 0 nor 1.
     #[error("malformed metadata record: rack flag {0}")]
     BadRackFlag(u8),
+    /// A list's presence flag is neither 0 nor 1 (or an ELR change carries no list).
+    #[error("malformed metadata record: list flag {0}")]
+    BadListFlag(u8),
     /// An entry claims more records than one entry may hold.
     #[error("{0} records in one metadata log entry")]
     TooManyRecords(u32),
@@ -187,13 +198,24 @@ impl MetadataRecord {
                 leader,
                 leader_epoch,
                 isr,
+                eligible_leader_replicas,
+                last_known_elr,
             } => {
-                e.put_u8(PARTITION_CHANGE);
+                let elr_changed = eligible_leader_replicas.is_some() || last_known_elr.is_some();
+                e.put_u8(if elr_changed {
+                    PARTITION_CHANGE_ELR
+                } else {
+                    PARTITION_CHANGE
+                });
                 e.put_uuid(*topic_id);
                 e.put_i32(*partition);
                 e.put_i32(*leader);
                 e.put_i32(*leader_epoch);
                 put_ids(e, isr);
+                if elr_changed {
+                    put_optional_ids(e, eligible_leader_replicas.as_deref());
+                    put_optional_ids(e, last_known_elr.as_deref());
+                }
             }
             MetadataRecord::RegisterBroker {
                 broker_id,
@@ -298,7 +320,28 @@ impl MetadataRecord {
                 leader: d.i32()?,
                 leader_epoch: d.i32()?,
                 isr: get_ids(d)?,
+                eligible_leader_replicas: None,
+                last_known_elr: None,
             },
+            PARTITION_CHANGE_ELR => {
+                let (topic_id, partition, leader, leader_epoch, isr) =
+                    (d.uuid()?, d.i32()?, d.i32()?, d.i32()?, get_ids(d)?);
+                let eligible_leader_replicas = get_optional_ids(d)?;
+                let last_known_elr = get_optional_ids(d)?;
+                if eligible_leader_replicas.is_none() && last_known_elr.is_none() {
+                    // Written as PARTITION_CHANGE: this form would not encode back the same.
+                    return Err(RecordError::BadListFlag(0));
+                }
+                MetadataRecord::PartitionChange {
+                    topic_id,
+                    partition,
+                    leader,
+                    leader_epoch,
+                    isr,
+                    eligible_leader_replicas,
+                    last_known_elr,
+                }
+            }
             REGISTER_BROKER => MetadataRecord::RegisterBroker {
                 broker_id: d.i32()?,
                 incarnation_id: d.uuid()?,
@@ -395,6 +438,25 @@ fn get_ids(d: &mut Decoder) -> Result<Vec<i32>, ProtocolError> {
     Ok(ids)
 }
 
+/// A presence flag (0 absent, 1 present), then the ids when present.
+fn put_optional_ids(e: &mut Encoder, ids: Option<&[i32]>) {
+    match ids {
+        None => e.put_u8(0),
+        Some(ids) => {
+            e.put_u8(1);
+            put_ids(e, ids);
+        }
+    }
+}
+
+fn get_optional_ids(d: &mut Decoder) -> Result<Option<Vec<i32>>, RecordError> {
+    match d.u8()? {
+        0 => Ok(None),
+        1 => Ok(Some(get_ids(d)?)),
+        flag => Err(RecordError::BadListFlag(flag)),
+    }
+}
+
 /// A `u16` length, then the bytes.
 fn put_str(e: &mut Encoder, s: &str) {
     // Names are bounded well below u16::MAX (topic names: 249 bytes; config values are checked
@@ -438,6 +500,8 @@ mod tests {
                 leader: -1,
                 leader_epoch: 6,
                 isr: vec![3],
+                eligible_leader_replicas: None,
+                last_known_elr: None,
             },
             MetadataRecord::RegisterBroker {
                 broker_id: 4,
@@ -485,6 +549,50 @@ mod tests {
                 feature_level: -1,
             },
         ]
+    }
+
+    /// The records written since ELR (not in the golden bytes, which must not change).
+    fn elr_samples() -> Vec<MetadataRecord> {
+        let topic_id = Uuid::from_u128(7);
+        let change = |elr: Option<Vec<i32>>, last_known_elr: Option<Vec<i32>>| {
+            MetadataRecord::PartitionChange {
+                topic_id,
+                partition: 2,
+                leader: -1,
+                leader_epoch: 9,
+                isr: vec![],
+                eligible_leader_replicas: elr,
+                last_known_elr,
+            }
+        };
+        vec![
+            change(Some(vec![1, 2]), Some(vec![3])),
+            change(Some(vec![]), None),
+            change(None, Some(vec![])),
+        ]
+    }
+
+    #[test]
+    fn elr_changes_round_trip_and_truncations_fail() {
+        for record in elr_samples() {
+            let mut buf = Vec::new();
+            record.encode(&mut buf);
+            assert_eq!(buf[0], PARTITION_CHANGE_ELR);
+            assert_eq!(MetadataRecord::decode(&buf).unwrap(), record);
+            for len in 0..buf.len() {
+                assert!(MetadataRecord::decode(&buf[..len]).is_err());
+            }
+        }
+        let entry = encode_entry(&elr_samples());
+        assert_eq!(decode_entry(&entry).unwrap(), elr_samples());
+        // Both lists absent is the plain PARTITION_CHANGE form, not a second spelling of it.
+        let mut buf = Vec::new();
+        elr_samples()[1].encode(&mut buf);
+        // [.. isr][1][0 0] (an empty ELR) then [0] (no last known ELR): drop the ELR.
+        let flag_at = buf.len() - 4;
+        buf.truncate(flag_at);
+        buf.extend_from_slice(&[0, 0]);
+        assert!(MetadataRecord::decode(&buf).is_err());
     }
 
     #[test]

@@ -187,6 +187,24 @@ rpc_messages! {
             /// `broker.rack`.
             rack: Option<String>,
         },
+        /// KRaft's BrokerRegistrationRequest v3+ (KIP-966): as `BrokerRegistration`, with the
+        /// epoch of the broker's previous registration when that process shut down cleanly (a
+        /// frame of its own, so that the older one keeps its bytes).
+        BrokerRegistrationWithPreviousEpoch = kind::BROKER_REGISTRATION_PREVIOUS_EPOCH {
+            /// `node.id` of the broker.
+            broker_id: i32,
+            /// Random per broker process start: tells a restart from a duplicate.
+            incarnation_id: Uuid,
+            /// Advertised host.
+            host: String,
+            /// Advertised port.
+            port: i32,
+            /// `broker.rack`.
+            rack: Option<String>,
+            /// The epoch its previous process recorded at a clean shutdown, -1 if none (it
+            /// crashed, or never ran): Kafka's `PreviousBrokerEpoch`.
+            previous_broker_epoch: i64,
+        },
         /// KRaft's BrokerHeartbeatRequest.
         BrokerHeartbeat = kind::BROKER_HEARTBEAT {
             /// `node.id` of the broker.
@@ -426,6 +444,7 @@ mod kind {
     pub const ALTER_PARTITION: u8 = 12;
     pub const CREATE_TOPICS_ASSIGNED: u8 = 13;
     pub const ELECT_LEADERS: u8 = 14;
+    pub const BROKER_REGISTRATION_PREVIOUS_EPOCH: u8 = 20;
     pub const RESPONSE: u8 = 0x80;
     pub const NOT_CONTROLLER: u8 = RESPONSE;
 }
@@ -1622,6 +1641,27 @@ mod tests {
                 assert_eq!(id, 1000 + (i - requests.len()) as u32);
                 assert_eq!(format!("{decoded:?}"), format!("{response:?}"));
             }
+        }
+    }
+
+    /// The registration with a previous epoch (KIP-966), kept out of the golden samples.
+    #[test]
+    fn registration_with_previous_epoch_round_trips() {
+        let request = ControllerRequest::BrokerRegistrationWithPreviousEpoch {
+            broker_id: 4,
+            incarnation_id: Uuid::from_u128(77),
+            host: "broker-4.local".into(),
+            port: 9092,
+            rack: Some("r1".into()),
+            previous_broker_epoch: -1,
+        };
+        let mut out = Vec::new();
+        request.encode(3, &mut out).unwrap();
+        let (frame, _) = split_frame(&out).unwrap().unwrap();
+        let (id, decoded) = ControllerRequest::decode(frame).unwrap();
+        assert_eq!((id, format!("{decoded:?}")), (3, format!("{request:?}")));
+        for end in 0..frame.len() {
+            assert!(ControllerRequest::decode(&frame[..end]).is_err());
         }
     }
 

@@ -163,6 +163,8 @@ pub(crate) mod tests {
                     } else {
                         vec![*replica]
                     },
+                    eligible_leader_replicas: Vec::new(),
+                    last_known_elr: Vec::new(),
                     shard: ShardId(0),
                 })
                 .collect(),

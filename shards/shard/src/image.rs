@@ -40,8 +40,13 @@ pub struct PartitionImage {
     pub partition_epoch: i32,
     /// Replica node ids.
     pub replicas: Vec<i32>,
-    /// In-sync replica node ids.
+    /// In-sync replica node ids (empty when every member left with ELR on: KIP-966).
     pub isr: Vec<i32>,
+    /// Eligible leader replicas (KIP-966): replicas that left the ISR while it was below
+    /// `min.insync.replicas`, so hold everything committed, and may lead once the ISR is empty.
+    pub eligible_leader_replicas: Vec<i32>,
+    /// Last known ELR (KIP-966; as Kafka 4.4 keeps it: the last leader once the ISR emptied).
+    pub last_known_elr: Vec<i32>,
     /// The shard that owns it on the broker hosting it, chosen once at creation and recorded.
     /// Meaningful only for partitions whose `replicas` contain this broker.
     pub shard: ShardId,
@@ -241,6 +246,8 @@ mod tests {
                     partition_epoch: 0,
                     replicas: vec![*node],
                     isr: vec![*node],
+                    eligible_leader_replicas: Vec::new(),
+                    last_known_elr: Vec::new(),
                     shard: ShardId(*s),
                 })
                 .collect(),

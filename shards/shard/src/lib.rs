@@ -51,7 +51,9 @@ pub use producer_ids::{AllocateProducerIdsWork, ProducerIdBlock, PRODUCER_ID_BLO
 pub use quorum_work::{
     advertised_features, check_feature_update, default_finalized_features, update_failed_message,
     DescribeQuorumWork, FeatureUpdate, QuorumEndpoint, QuorumInfo, QuorumReplica, SupportedFeature,
-    UpdateFeaturesWork, UpgradeType, METADATA_VERSION, METADATA_VERSION_LEVEL, SUPPORTED_FEATURES,
+    UpdateFeaturesWork, UpgradeType, ELIGIBLE_LEADER_REPLICAS_VERSION,
+    ELIGIBLE_LEADER_REPLICAS_VERSION_LEVEL, METADATA_VERSION, METADATA_VERSION_LEVEL,
+    SUPPORTED_FEATURES,
 };
 pub use signal::LocalSignal;
 pub use stats::{GroupOffset, PartitionStats, ShardStats, TopicTraffic};

@@ -28,10 +28,17 @@ pub struct SupportedFeature {
     pub max_level: i16,
 }
 
-/// Every production feature Kafka 4.4 defines, at the levels Sluice implements: only
-/// `metadata.version` above 0. Level 0 of the others is "off": no dynamic quorum
-/// (`kraft.version`), no KIP-848 consumer groups (`group.version`), no transactions
-/// (`transaction.version`), no ELR, share groups or streams groups.
+/// KIP-966's feature; level 1 keeps eligible leader replicas.
+pub const ELIGIBLE_LEADER_REPLICAS_VERSION: &str = "eligible.leader.replicas.version";
+/// The ELR level Kafka 4.4 finalizes for a new cluster (its latest production level).
+pub const ELIGIBLE_LEADER_REPLICAS_VERSION_LEVEL: i16 = 1;
+
+/// Every production feature Kafka 4.4 defines, at the levels Sluice implements:
+/// `metadata.version` and `eligible.leader.replicas.version` (KIP-966) above 0. Level 0 of
+/// the others is "off": no dynamic quorum (`kraft.version`), no KIP-848 consumer groups
+/// (`group.version`), no transactions (`transaction.version`), no share or streams groups.
+/// Kafka ties ELR level 1 to metadata.version 4.0-IV1; Sluice's metadata records carry the
+/// ELR fields at its own level (see `MetadataRecord::PartitionChange`), so it does not.
 pub const SUPPORTED_FEATURES: &[SupportedFeature] = &[
     SupportedFeature {
         name: METADATA_VERSION,
@@ -54,9 +61,9 @@ pub const SUPPORTED_FEATURES: &[SupportedFeature] = &[
         max_level: 0,
     },
     SupportedFeature {
-        name: "eligible.leader.replicas.version",
+        name: ELIGIBLE_LEADER_REPLICAS_VERSION,
         min_level: 0,
-        max_level: 0,
+        max_level: ELIGIBLE_LEADER_REPLICAS_VERSION_LEVEL,
     },
     SupportedFeature {
         name: "share.version",
@@ -77,9 +84,16 @@ pub fn advertised_features() -> impl Iterator<Item = &'static SupportedFeature> 
 }
 
 /// The finalized levels of a metadata log that has no FeatureLevel record yet: every Sluice
-/// log was written at [`METADATA_VERSION_LEVEL`].
+/// log was written at [`METADATA_VERSION_LEVEL`], and ELR is on as Kafka 4.4 bootstraps a new
+/// cluster (a FeatureLevel record at 0 turns it off).
 pub fn default_finalized_features() -> BTreeMap<String, i16> {
-    BTreeMap::from([(METADATA_VERSION.to_string(), METADATA_VERSION_LEVEL)])
+    BTreeMap::from([
+        (METADATA_VERSION.to_string(), METADATA_VERSION_LEVEL),
+        (
+            ELIGIBLE_LEADER_REPLICAS_VERSION.to_string(),
+            ELIGIBLE_LEADER_REPLICAS_VERSION_LEVEL,
+        ),
+    ])
 }
 
 /// How a level may move (UpdateFeatures' `upgrade_type`).
@@ -298,6 +312,21 @@ mod tests {
         );
         assert!(check(update(METADATA_VERSION, -1, UpgradeType::Upgrade))
             .is_err_and(|m| m.ends_with("A feature version cannot be less than 0.")));
+        // ELR may be turned off (and on again), as in Kafka 4.4.
+        assert_eq!(
+            check(update(
+                ELIGIBLE_LEADER_REPLICAS_VERSION,
+                0,
+                UpgradeType::SafeDowngrade
+            )),
+            Ok(())
+        );
+        assert!(check(update(
+            ELIGIBLE_LEADER_REPLICAS_VERSION,
+            2,
+            UpgradeType::Upgrade
+        ))
+        .is_err_and(|m| m.ends_with("only supports versions 0-1")));
         let higher = BTreeMap::from([("group.version".to_string(), 1)]);
         assert!(check_feature_update(
             1,
@@ -310,6 +339,9 @@ mod tests {
     #[test]
     fn only_features_above_level_zero_are_advertised() {
         let names: Vec<&str> = advertised_features().map(|f| f.name).collect();
-        assert_eq!(names, vec![METADATA_VERSION]);
+        assert_eq!(
+            names,
+            vec![METADATA_VERSION, ELIGIBLE_LEADER_REPLICAS_VERSION]
+        );
     }
 }

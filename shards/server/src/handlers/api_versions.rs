@@ -178,8 +178,19 @@ mod tests {
         let before = with_features(&MetadataImage::default());
         assert_eq!(before.finalized_features_epoch, -1);
         assert!(before.finalized_features.is_empty());
-        assert_eq!(before.supported_features.len(), 1);
-        assert_eq!(before.supported_features[0].name, "metadata.version");
+        // Supported: metadata.version and, since KIP-966, eligible.leader.replicas.version.
+        let supported: Vec<(&str, i16, i16)> = before
+            .supported_features
+            .iter()
+            .map(|f| (f.name.as_str(), f.min_version, f.max_version))
+            .collect();
+        assert_eq!(
+            supported,
+            vec![
+                ("metadata.version", 7, 7),
+                ("eligible.leader.replicas.version", 0, 1)
+            ]
+        );
         let image = MetadataImage {
             offset: 12,
             finalized_features: sluice_shard::default_finalized_features(),
@@ -189,11 +200,18 @@ mod tests {
         assert_eq!(after.finalized_features_epoch, 12);
         assert_eq!(
             after.finalized_features,
-            vec![FinalizedFeatureKey {
-                name: "metadata.version".into(),
-                max_version_level: 7,
-                min_version_level: 7,
-            }]
+            vec![
+                FinalizedFeatureKey {
+                    name: "eligible.leader.replicas.version".into(),
+                    max_version_level: 1,
+                    min_version_level: 1,
+                },
+                FinalizedFeatureKey {
+                    name: "metadata.version".into(),
+                    max_version_level: 7,
+                    min_version_level: 7,
+                },
+            ]
         );
     }
 }

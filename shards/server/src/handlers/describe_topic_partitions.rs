@@ -223,8 +223,8 @@ fn page(
 
 /// One partition as Kafka's metadata cache describes it for this API: every replica and ISR
 /// member (not filtered), the replicas on brokers that are not live as offline, the leader when
-/// it is a registered broker (else -1), and the eligible leader replicas (KIP-966), which
-/// Sluice does not keep: empty, as Kafka's registration has them before any ELR change.
+/// it is a registered broker (else -1), and the eligible leader replicas and last known ELR
+/// (KIP-966) as the metadata log has them.
 fn describe_partition(
     image: &MetadataImage,
     p: &PartitionImage,
@@ -238,8 +238,8 @@ fn describe_partition(
         leader_epoch: p.leader_epoch,
         replica_nodes: p.replicas.clone(),
         isr_nodes: p.isr.clone(),
-        eligible_leader_replicas: Some(Vec::new()),
-        last_known_elr: Some(Vec::new()),
+        eligible_leader_replicas: Some(p.eligible_leader_replicas.clone()),
+        last_known_elr: Some(p.last_known_elr.clone()),
         offline_replicas: p
             .replicas
             .iter()
@@ -291,6 +291,8 @@ mod tests {
                         partition_epoch: 0,
                         replicas: vec![1, 2, 3],
                         isr: vec![1, 2],
+                        eligible_leader_replicas: Vec::new(),
+                        last_known_elr: Vec::new(),
                         shard: ShardId(0),
                     })
                     .collect(),
@@ -563,6 +565,22 @@ mod tests {
         image.fenced_brokers.clear();
         let r = describe(&image, &request(&["a"], 10, None), 2000);
         assert_eq!(r.topics[0].partitions[2].leader_id, -1);
+    }
+
+    #[test]
+    fn partitions_show_their_eligible_leader_replicas_and_last_known_elr() {
+        let mut image = image(&[("a", 1)]);
+        let mut topic = TopicImage::clone(image.topic("a").unwrap());
+        let p = &mut topic.partitions[0];
+        (p.leader, p.isr) = (-1, Vec::new());
+        p.eligible_leader_replicas = vec![2, 3];
+        p.last_known_elr = vec![1];
+        image.put_topic(topic);
+        let r = describe(&image, &request(&["a"], 10, None), 2000);
+        let p = &r.topics[0].partitions[0];
+        assert_eq!((p.leader_id, p.isr_nodes.clone()), (-1, vec![]));
+        assert_eq!(p.eligible_leader_replicas, Some(vec![2, 3]));
+        assert_eq!(p.last_known_elr, Some(vec![1]));
     }
 
     #[test]

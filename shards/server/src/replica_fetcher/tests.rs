@@ -579,6 +579,8 @@ fn partition_image(partition: i32, leader: i32, shard: u16) -> sluice_shard::Par
         partition_epoch: 20 + partition,
         replicas: vec![1, 2, 3],
         isr: vec![1, 2, 3],
+        eligible_leader_replicas: Vec::new(),
+        last_known_elr: Vec::new(),
         shard: sluice_shard::ShardId(shard),
     }
 }
