@@ -886,6 +886,146 @@ def test_automatic_leader_rebalance(cluster, tmp_path):
         restart_controllers(())
 
 
+# ------------------------------------------------------------------------------------------ 8
+
+def _reassign_tool(cluster, logdir, *args, check=True):
+    return kafka_cli.run("kafka-reassign-partitions", "--bootstrap-server", cluster.bootstrap, *args,
+                         logdir=logdir, check=check, timeout=180)
+
+
+def _json_after(stdout: str, heading: str) -> dict:
+    """The JSON line that follows `heading` in kafka-reassign-partitions' output."""
+    lines = stdout.splitlines()
+    at = next(i for i, l in enumerate(lines) if l.startswith(heading))
+    return json.loads(lines[at + 1])
+
+
+def test_reassign_partitions_moves_a_replica_under_load(cluster, tmp_path):
+    """Kafka 4.4's kafka-reassign-partitions moves an RF=2 partition from brokers {4,5} to {5,6}
+    while an idempotent acks=all producer (confluent-kafka, min.insync.replicas=2) keeps producing:
+    --generate proposes brokers 5 and 6 for it; --execute starts the move (AlterPartitionReassignments):
+    broker 6 creates the log and catches up from the log start, then joins the ISR, which completes
+    the move (replicas = the target, broker 4 out of the ISR, leadership moved off it); --verify
+    reports it completed; --list finds nothing left. Every acknowledged record is read back at its
+    offset exactly once, broker 4's log directory is gone (no `-delete` directory left either), and
+    the logs of brokers 5 and 6 hold the same batches, byte for byte, up to the high watermark."""
+    import replication_faults
+    from confluent_kafka import Consumer, Producer, TopicPartition
+
+    kafka_cli.ensure_tools_libs()
+    topic = "cl-reassign"
+    r = kafka_cli.run("kafka-topics", "--bootstrap-server", cluster.bootstrap, "--create", "--topic", topic,
+                      "--replica-assignment", "4:5", "--config", "min.insync.replicas=2", logdir=tmp_path)
+    assert r.stdout.strip() == f"Created topic {topic}.", (r.stdout, r.stderr)
+
+    def in_sync(expected):
+        def check():
+            state = _replicas_isr_leader(cluster.kcat_metadata("broker-2", topic))
+            replicas, isr, leader = state[(topic, 0)]
+            assert sorted(replicas) == expected and isr == expected and leader in expected, state
+            return replicas, isr, leader
+        return check
+    _eventually(in_sync([4, 5]), f"{topic}-0 on brokers 4 and 5, both in sync", 30)
+
+    topics_file = tmp_path / "topics.json"
+    topics_file.write_text(json.dumps({"version": 1, "topics": [{"topic": topic}]}))
+    r = _reassign_tool(cluster, tmp_path, "--topics-to-move-json-file", str(topics_file), "--broker-list", "5,6",
+                       "--generate")
+    current = _json_after(r.stdout, "Current partition replica assignment")
+    assert [(p["topic"], p["partition"], p["replicas"]) for p in current["partitions"]] == [(topic, 0, [4, 5])], \
+        r.stdout
+    proposed = _json_after(r.stdout, "Proposed partition reassignment configuration")
+    assert [(p["topic"], p["partition"], sorted(p["replicas"])) for p in proposed["partitions"]] == \
+        [(topic, 0, [5, 6])], r.stdout
+    plan = tmp_path / "plan.json"
+    plan.write_text(json.dumps(proposed))
+    target = proposed["partitions"][0]["replicas"]
+
+    acked, failed = {}, []
+    stop = threading.Event()
+
+    def on_delivery(err, msg):
+        if err is not None:
+            failed.append(str(err))
+        else:
+            acked[(msg.partition(), msg.offset())] = msg.value().decode()
+
+    def produce():
+        producer = Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all", "enable.idempotence": True,
+                             "linger.ms": 5, "message.timeout.ms": 60000, "retry.backoff.ms": 100})
+        i = 0
+        while not stop.is_set():
+            try:
+                producer.produce(topic, key=harness.make_key("m", i), value=harness.make_value("m", i, pad=200),
+                                 partition=0, on_delivery=on_delivery)
+                i += 1
+            except BufferError:
+                producer.poll(0.05)
+                continue
+            producer.poll(0)
+            if i % 200 == 0:
+                time.sleep(0.02)
+        producer.flush(90)
+        produce.sent = i
+
+    producer = threading.Thread(target=produce, name="reassign-producer", daemon=True)
+    producer.start()
+    _eventually(lambda: len(acked) >= 5000, "5,000 records acknowledged before the move", 60)
+    acked_before = len(acked)
+
+    t0 = time.time()
+    r = _reassign_tool(cluster, tmp_path, "--reassignment-json-file", str(plan), "--execute")
+    assert f"Successfully started partition reassignment for {topic}-0" in r.stdout, r.stdout
+    listed = _reassign_tool(cluster, tmp_path, "--list").stdout
+
+    def verified():
+        out = _reassign_tool(cluster, tmp_path, "--reassignment-json-file", str(plan), "--verify").stdout
+        return f"Reassignment of partition {topic}-0 is completed." in out and out
+    out, took = _eventually(verified, "--verify reporting the move completed", 120, interval=0.5)
+    moved_s = time.time() - t0
+    _eventually(lambda: len(acked) >= acked_before + 3000, "3,000 more acknowledged after the move", 60)
+    stop.set()
+    producer.join(120)
+    assert not producer.is_alive(), "the producer did not finish"
+    assert not failed, f"failures: {failed[:5]}"
+    assert len(acked) == produce.sent, f"{len(acked)} acknowledged of {produce.sent}"
+    assert listed.startswith(("Current partition reassignments:", "No partition reassignments found.")), listed
+    assert _reassign_tool(cluster, tmp_path, "--list").stdout == "No partition reassignments found.\n"
+
+    replicas, isr, leader = _eventually(in_sync([5, 6]), f"{topic}-0 on brokers 5 and 6, both in sync", 30)[0]
+    assert replicas == target and leader != 4, (replicas, isr, leader)
+
+    # Broker 4's replica is deleted (renamed -delete, then removed).
+    old = cluster.data / "broker-1"
+    _eventually(lambda: not (old / f"{topic}-0").exists(), f"{old / (topic + '-0')} removed", 30)
+    assert not list(old.glob(f"{topic}-0*")), list(old.glob(f"{topic}-0*"))
+
+    records = _kcat_consume(cluster.broker_address("broker-3"), topic)
+    got = {(p, o): v for p, o, k, v in records}
+    missing = [k for k in acked if got.get(k) != acked[k]]
+    assert not missing, f"{len(missing)} acknowledged records missing or changed, e.g. {missing[:5]}"
+    harness.verify_exactly_once(records, len(acked), "m", partitions=1)
+
+    consumer = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": "cl-reassign-hw"})
+    try:
+        _, high_watermark = consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=15)
+    finally:
+        consumer.close()
+
+    def identical():
+        below = {}
+        for name in ("broker-2", "broker-3"):
+            batches, _ = replication_faults.read_batches(cluster.data / name / f"{topic}-0")
+            below[name] = [b[2] for b in batches if b[1] < high_watermark]
+            covered = batches and max(b[1] for b in batches if b[1] < high_watermark) + 1
+            assert covered == high_watermark, (name, covered, high_watermark)
+        assert below["broker-2"] == below["broker-3"], "brokers 5 and 6 differ below the high watermark"
+        return len(below["broker-2"])
+    batches, _ = _eventually(identical, "brokers 5 and 6 byte-identical up to the high watermark", 30)
+    print(f"\nmoved {topic}-0 {{4,5}} -> {target} in {moved_s:.1f}s under load ({acked_before} acked before, "
+          f"{len(acked)} in all, none lost); {batches} batches identical on 5 and 6 up to {high_watermark}")
+
+
 # ------------------------------------------------------------------------------------------ 4
 
 def test_sigterm_ends_a_broker_whose_controllers_are_gone(cluster):

@@ -24,6 +24,7 @@ use sluice_shard::{
 };
 
 use crate::metadata_state::MetadataState;
+use crate::reassignment::{assignment_change, ReassignmentReplicas};
 use crate::records::MetadataRecord;
 
 /// Kafka's topic config (and broker default) allowing a replica outside the ISR to lead.
@@ -40,7 +41,7 @@ pub fn unclean_election_enabled(topic: &TopicImage, broker_default: bool) -> boo
 }
 
 /// Whether `broker_id` is registered and unfenced.
-fn unfenced(state: &MetadataState, broker_id: i32) -> bool {
+pub(crate) fn unfenced(state: &MetadataState, broker_id: i32) -> bool {
     state.brokers.get(&broker_id).is_some_and(|b| !b.fenced)
 }
 
@@ -48,7 +49,7 @@ fn unfenced(state: &MetadataState, broker_id: i32) -> bool {
 /// current leader stays if it is still in the ISR and usable; else the first replica, in
 /// replica order, that is in the ISR and usable; else, when unclean election is allowed, the
 /// first usable replica, alone in the ISR; else no leader.
-fn elect(
+pub(crate) fn elect(
     p: &PartitionImage,
     isr: Vec<i32>,
     usable: &impl Fn(i32) -> bool,
@@ -235,6 +236,33 @@ pub fn alter_partition(
         });
     if ineligible {
         return refused(ErrorCode::INELIGIBLE_REPLICA);
+    }
+    let reassignment = ReassignmentReplicas::of(p);
+    if reassignment.in_progress() {
+        // The ISR change may complete the reassignment (PartitionChangeBuilder's
+        // `completeReassignmentIfNeeded`): then the replicas, the ISR and maybe the leader
+        // change in the same record. Completion never needs an unclean election: it waits for
+        // an ISR that keeps a member.
+        let Some(record) = assignment_change(state, topic, p, reassignment, isr, false) else {
+            return Ok((current(ErrorCode::NONE), None));
+        };
+        let MetadataRecord::PartitionAssignmentChange {
+            leader,
+            leader_epoch,
+            isr,
+            ..
+        } = &record
+        else {
+            unreachable!("assignment_change makes PartitionAssignmentChange records");
+        };
+        let outcome = AlterPartitionOutcome {
+            error: ErrorCode::NONE,
+            leader_id: *leader,
+            leader_epoch: *leader_epoch,
+            partition_epoch: p.partition_epoch + 1,
+            isr: isr.clone(),
+        };
+        return Ok((outcome, Some(record)));
     }
     let Some(record) = change(topic, p, p.leader, isr.clone()) else {
         return Ok((current(ErrorCode::NONE), None));

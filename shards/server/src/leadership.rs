@@ -163,6 +163,8 @@ pub(crate) mod tests {
                     } else {
                         vec![*replica]
                     },
+                    adding_replicas: Vec::new(),
+                    removing_replicas: Vec::new(),
                     shard: ShardId(0),
                 })
                 .collect(),

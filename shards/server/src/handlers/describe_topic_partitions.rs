@@ -291,6 +291,8 @@ mod tests {
                         partition_epoch: 0,
                         replicas: vec![1, 2, 3],
                         isr: vec![1, 2],
+                        adding_replicas: Vec::new(),
+                        removing_replicas: Vec::new(),
                         shard: ShardId(0),
                     })
                     .collect(),

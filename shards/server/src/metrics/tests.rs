@@ -103,6 +103,8 @@ fn topic(name: &str, id: u128, leaders: &[i32]) -> TopicImage {
                 partition_epoch: 0,
                 replicas: vec![1],
                 isr: vec![1],
+                adding_replicas: Vec::new(),
+                removing_replicas: Vec::new(),
                 shard: ShardId(0),
             })
             .collect(),

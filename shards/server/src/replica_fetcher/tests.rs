@@ -566,6 +566,8 @@ fn partition_image(partition: i32, leader: i32, shard: u16) -> sluice_shard::Par
         partition_epoch: 20 + partition,
         replicas: vec![1, 2, 3],
         isr: vec![1, 2, 3],
+        adding_replicas: Vec::new(),
+        removing_replicas: Vec::new(),
         shard: sluice_shard::ShardId(shard),
     }
 }
