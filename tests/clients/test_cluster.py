@@ -26,6 +26,9 @@ started with config/cluster/start from the config/cluster/*.toml files (cluster.
 6. Replication: a topic with RF=3 and min.insync.replicas=2; an idempotent acks=all producer keeps
    producing while the leader of partition 0 is killed with kill -9: every acknowledged record is
    read back exactly once at its offset, and the restarted broker rejoins every ISR.
+8. Reassignment: kafka-reassign-partitions moves an RF=2 partition from brokers {4,5} to {5,6}
+   with a throttle while an idempotent acks=all producer runs: nothing acknowledged lost, the old
+   replica's directory deleted, the new replicas byte-identical up to the high watermark.
 
 Sluice only (SLUICE_TARGET=kafka skips it). The cluster's ports are fixed by the files (19093-19095,
 19192/19292/19392): the module fails at once if one is taken. Logs: pytest's temp dir, cluster*/.
@@ -888,6 +891,10 @@ def test_automatic_leader_rebalance(cluster, tmp_path):
 
 # ------------------------------------------------------------------------------------------ 8
 
+# The inter-broker throttle of the move (bytes/s): the log to copy takes seconds at it.
+THROTTLE_BYTES_PER_S = 2_000_000
+
+
 def _reassign_tool(cluster, logdir, *args, check=True):
     return kafka_cli.run("kafka-reassign-partitions", "--bootstrap-server", cluster.bootstrap, *args,
                          logdir=logdir, check=check, timeout=180)
@@ -903,7 +910,9 @@ def _json_after(stdout: str, heading: str) -> dict:
 def test_reassign_partitions_moves_a_replica_under_load(cluster, tmp_path):
     """Kafka 4.4's kafka-reassign-partitions moves an RF=2 partition from brokers {4,5} to {5,6}
     while an idempotent acks=all producer (confluent-kafka, min.insync.replicas=2) keeps producing:
-    --generate proposes brokers 5 and 6 for it; --execute starts the move (AlterPartitionReassignments):
+    --generate proposes brokers 5 and 6 for it; --execute --throttle starts the move
+    (AlterPartitionReassignments) with the replication throttles set (shown by kafka-configs), so the
+    copy takes at least the log's size over the rate, and --verify removes them when it is done;
     broker 6 creates the log and catches up from the log start, then joins the ISR, which completes
     the move (replicas = the target, broker 4 out of the ISR, leadership moved off it); --verify
     reports it completed; --list finds nothing left. Every acknowledged record is read back at its
@@ -963,26 +972,44 @@ def test_reassign_partitions_moves_a_replica_under_load(cluster, tmp_path):
                 producer.poll(0.05)
                 continue
             producer.poll(0)
-            if i % 200 == 0:
-                time.sleep(0.02)
+            if i % 100 == 0:
+                time.sleep(0.05)  # at most ~2,000 records (~0.5 MB) per second
         producer.flush(90)
         produce.sent = i
 
     producer = threading.Thread(target=produce, name="reassign-producer", daemon=True)
     producer.start()
-    _eventually(lambda: len(acked) >= 5000, "5,000 records acknowledged before the move", 60)
+    _eventually(lambda: len(acked) >= 20000, "20,000 records acknowledged before the move", 90)
     acked_before = len(acked)
+    log_bytes = sum(f.stat().st_size for f in (cluster.data / "broker-2" / f"{topic}-0").glob("*.log"))
 
     t0 = time.time()
-    r = _reassign_tool(cluster, tmp_path, "--reassignment-json-file", str(plan), "--execute")
+    r = _reassign_tool(cluster, tmp_path, "--reassignment-json-file", str(plan), "--execute",
+                       "--throttle", str(THROTTLE_BYTES_PER_S))
     assert f"Successfully started partition reassignment for {topic}-0" in r.stdout, r.stdout
+    assert f"The inter-broker throttle limit was set to {THROTTLE_BYTES_PER_S} B/s" in r.stdout, r.stdout
     listed = _reassign_tool(cluster, tmp_path, "--list").stdout
+    # The throttle as DescribeConfigs shows it (kafka-configs), on the broker receiving the replica.
+    described = kafka_cli.run("kafka-configs", "--bootstrap-server", cluster.bootstrap, "--describe",
+                              "--entity-type", "brokers", "--entity-name", "6", logdir=tmp_path).stdout
+    assert f"follower.replication.throttled.rate={THROTTLE_BYTES_PER_S}" in described, described
+    throttled = kafka_cli.run("kafka-configs", "--bootstrap-server", cluster.bootstrap, "--describe",
+                              "--entity-type", "topics", "--entity-name", topic, logdir=tmp_path).stdout
+    assert "follower.replication.throttled.replicas=0:6" in throttled, throttled
 
     def verified():
         out = _reassign_tool(cluster, tmp_path, "--reassignment-json-file", str(plan), "--verify").stdout
         return f"Reassignment of partition {topic}-0 is completed." in out and out
-    out, took = _eventually(verified, "--verify reporting the move completed", 120, interval=0.5)
+    out, took = _eventually(verified, "--verify reporting the move completed", 180, interval=0.5)
     moved_s = time.time() - t0
+    # --verify removed the throttles once the move was done.
+    assert "Clearing broker-level throttles on brokers" in out and \
+        f"Clearing topic-level throttles on topic {topic}" in out, out
+    described = kafka_cli.run("kafka-configs", "--bootstrap-server", cluster.bootstrap, "--describe",
+                              "--entity-type", "brokers", "--entity-name", "6", logdir=tmp_path).stdout
+    assert "throttled" not in described, described
+    # Broker 6 copied the partition's log at no more than the throttle's rate.
+    assert moved_s >= log_bytes / THROTTLE_BYTES_PER_S, (moved_s, log_bytes)
     _eventually(lambda: len(acked) >= acked_before + 3000, "3,000 more acknowledged after the move", 60)
     stop.set()
     producer.join(120)
@@ -1022,7 +1049,8 @@ def test_reassign_partitions_moves_a_replica_under_load(cluster, tmp_path):
         assert below["broker-2"] == below["broker-3"], "brokers 5 and 6 differ below the high watermark"
         return len(below["broker-2"])
     batches, _ = _eventually(identical, "brokers 5 and 6 byte-identical up to the high watermark", 30)
-    print(f"\nmoved {topic}-0 {{4,5}} -> {target} in {moved_s:.1f}s under load ({acked_before} acked before, "
+    print(f"\nmoved {topic}-0 {{4,5}} -> {target} in {moved_s:.1f}s under load, throttled at "
+          f"{THROTTLE_BYTES_PER_S} B/s with {log_bytes} log bytes to copy ({acked_before} acked before, "
           f"{len(acked)} in all, none lost); {batches} batches identical on 5 and 6 up to {high_watermark}")
 
 

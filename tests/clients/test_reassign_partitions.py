@@ -41,7 +41,9 @@ def node_id(broker, topic):
     """The single broker's id (the replica of every partition)."""
     admin = KafkaAdminClient(bootstrap_servers=broker.bootstrap, client_id="test-reassign-describe")
     try:
-        return admin.describe_cluster()["brokers"][0]["node_id"]
+        brokers = admin.describe_cluster()["brokers"]
+        assert len(brokers) == 1, brokers
+        return brokers[0]["broker_id"]
     finally:
         admin.close()
 
@@ -125,9 +127,10 @@ def test_duplicate_and_empty_targets_are_invalid(broker, topic, node_id):
 def test_cancelling_nothing_and_unknown_partitions(broker, topic, node_id):
     _, _, results = _alter(broker, [(topic, [(1, None), (7, [node_id])]), ("ra-nope", [(0, None)])])
     assert results == [
-        (topic, [(1, NO_REASSIGNMENT_IN_PROGRESS, "No partition reassignment is in progress."),
+        # Kafka sends no message for this one (the exception's is the code's own).
+        (topic, [(1, NO_REASSIGNMENT_IN_PROGRESS, None),
                  (7, UNKNOWN_TOPIC_OR_PARTITION, f"Unable to find partition {topic}:7.")]),
-        ("ra-nope", [(0, UNKNOWN_TOPIC_OR_PARTITION, "Unable to find partition ra-nope:0.")]),
+        ("ra-nope", [(0, UNKNOWN_TOPIC_OR_PARTITION, "Unable to find a topic named ra-nope.")]),
     ]
 
 
@@ -159,3 +162,26 @@ def test_the_tool_lists_no_reassignment_and_refuses_an_unknown_broker(broker, to
                       "--reassignment-json-file", str(plan), logdir=tmp_path, check=False)
     assert r.returncode == 1, r
     assert "Unknown broker id 99" in r.stdout + r.stderr, r
+
+
+def test_throttle_rates_are_dynamic_broker_configs(broker, node_id, tmp_path):
+    """kafka-configs sets the replication throttle rates on the broker (what
+    `kafka-reassign-partitions --throttle` does), shows them as dynamic broker configs, refuses a
+    negative rate, and deletes them (what `--verify` does)."""
+    def configs(*args, check=True):
+        return kafka_cli.run("kafka-configs", "--bootstrap-server", broker.bootstrap, "--entity-type", "brokers",
+                             "--entity-name", str(node_id), *args, logdir=tmp_path, check=check)
+
+    configs("--alter", "--add-config",
+            "leader.replication.throttled.rate=1000000,follower.replication.throttled.rate=2000000")
+    shown = configs("--describe").stdout.splitlines()
+    assert shown[0] == f"Dynamic configs for broker {node_id} are:", shown
+    dynamic = {l.split("=", 1)[0].strip(): l for l in shown[1:]}
+    assert dynamic["leader.replication.throttled.rate"].strip().startswith(
+        "leader.replication.throttled.rate=1000000 sensitive=false synonyms={DYNAMIC_BROKER_CONFIG:"
+        "leader.replication.throttled.rate=1000000"), shown
+    assert "follower.replication.throttled.rate=2000000" in dynamic["follower.replication.throttled.rate"], shown
+    r = configs("--alter", "--add-config", "leader.replication.throttled.rate=-1", check=False)
+    assert r.returncode != 0, r
+    configs("--alter", "--delete-config", "leader.replication.throttled.rate,follower.replication.throttled.rate")
+    assert configs("--describe").stdout.splitlines() == [f"Dynamic configs for broker {node_id} are:"]

@@ -181,14 +181,18 @@ fn reassign_partition(
     allow_replication_factor_change: bool,
     unclean_default: bool,
 ) -> Result<Option<MetadataRecord>, (ErrorCode, String)> {
-    let unknown = || {
+    let topic = state.image.topic(topic_name).ok_or_else(|| {
+        (
+            ErrorCode::UNKNOWN_TOPIC_OR_PARTITION,
+            format!("Unable to find a topic named {topic_name}."),
+        )
+    })?;
+    let p = topic.partition(partition).ok_or_else(|| {
         (
             ErrorCode::UNKNOWN_TOPIC_OR_PARTITION,
             format!("Unable to find partition {topic_name}:{partition}."),
         )
-    };
-    let topic = state.image.topic(topic_name).ok_or_else(unknown)?;
-    let p = topic.partition(partition).ok_or_else(unknown)?;
+    })?;
     let unclean = unclean_election_enabled(topic, unclean_default);
     let current = ReassignmentReplicas::of(p);
     let Some(target) = target else {
@@ -280,6 +284,11 @@ pub fn alter_partition_reassignments(
                         records.push(record);
                     }
                     (ErrorCode::NONE, None)
+                }
+                // Kafka's `ApiError.fromThrowable` answers no message when the exception's is
+                // the error code's own (NO_REASSIGNMENT_IN_PROGRESS's).
+                Err((error, message)) if message == NO_REASSIGNMENT_IN_PROGRESS_MESSAGE => {
+                    (error, None)
                 }
                 Err((error, message)) => (error, Some(message)),
             };
@@ -569,10 +578,9 @@ mod tests {
         assert_eq!((p.leader, p.leader_epoch), (1, 6));
         // Nothing left to cancel.
         let outcome = reassign(&mut state, None);
-        assert_eq!(outcome.error, ErrorCode::NO_REASSIGNMENT_IN_PROGRESS);
         assert_eq!(
-            outcome.message.as_deref(),
-            Some("No partition reassignment is in progress.")
+            (outcome.error, outcome.message),
+            (ErrorCode::NO_REASSIGNMENT_IN_PROGRESS, None)
         );
     }
 
