@@ -63,6 +63,18 @@ pub fn run(config: BrokerConfig) -> Result<(), String> {
     } else {
         -1
     };
+    // Partition directories whose deletion a crash interrupted (renamed `-delete` first, as
+    // Kafka's): finished before any shard opens a partition.
+    match sluice_log::remove_deleted_dirs(&config.log_dirs) {
+        Ok(0) => {}
+        Ok(count) => info!(count, "removed partition directories left being deleted"),
+        Err(e) => {
+            return Err(format!(
+                "cannot clean log.dirs {}: {e}",
+                config.log_dirs.display()
+            ))
+        }
+    }
     if config.is_broker() {
         check_listener_free(&config)?;
     }

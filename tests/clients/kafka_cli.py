@@ -43,6 +43,7 @@ TOOLS = {
     "kafka-features": "org.apache.kafka.tools.FeatureCommand",
     "kafka-metadata-quorum": "org.apache.kafka.tools.MetadataQuorumCommand",
     "kafka-leader-election": "org.apache.kafka.tools.LeaderElectionCommand",
+    "kafka-reassign-partitions": "org.apache.kafka.tools.reassign.ReassignPartitionsCommand",
 }
 
 

@@ -26,6 +26,9 @@ started with config/cluster/start from the config/cluster/*.toml files (cluster.
 6. Replication: a topic with RF=3 and min.insync.replicas=2; an idempotent acks=all producer keeps
    producing while the leader of partition 0 is killed with kill -9: every acknowledged record is
    read back exactly once at its offset, and the restarted broker rejoins every ISR.
+8. Reassignment: kafka-reassign-partitions moves an RF=2 partition from brokers {4,5} to {5,6}
+   with a throttle while an idempotent acks=all producer runs: nothing acknowledged lost, the old
+   replica's directory deleted, the new replicas byte-identical up to the high watermark.
 9. Eligible leader replicas (KIP-966): brokers of an RF=3 min.insync.replicas=2 topic stopped one
    by one show Elr / LastKnownElr in kafka-topics --describe; after the last ISR member is killed,
    an eligible replica restarted is elected and every acknowledged record is still there.
@@ -42,6 +45,7 @@ import subprocess
 import threading
 import time
 from collections import Counter, defaultdict
+from datetime import datetime
 
 import json
 import re
@@ -1031,6 +1035,185 @@ def test_eligible_leader_replicas_lead_once_the_isr_is_gone(cluster, tmp_path):
     unclean = sorted({int(re.search(r"broker_id=(\d+)", l).group(1)) for c in CONTROLLERS
                       for l in cluster.lines(c, ctl_since[c]) if "after an unclean shutdown" in l})
     assert unclean == [4], unclean
+
+
+# ------------------------------------------------------------------------------------------ 8
+
+# The inter-broker throttle of the move (bytes/s): the log to copy takes seconds at it.
+THROTTLE_BYTES_PER_S = 2_000_000
+
+
+def _reassign_tool(cluster, logdir, *args, check=True):
+    return kafka_cli.run("kafka-reassign-partitions", "--bootstrap-server", cluster.bootstrap, *args,
+                         logdir=logdir, check=check, timeout=180)
+
+
+def _json_after(stdout: str, heading: str) -> dict:
+    """The JSON line that follows `heading` in kafka-reassign-partitions' output."""
+    lines = stdout.splitlines()
+    at = next(i for i, l in enumerate(lines) if l.startswith(heading))
+    return json.loads(lines[at + 1])
+
+
+def test_reassign_partitions_moves_a_replica_under_load(cluster, tmp_path):
+    """Kafka 4.4's kafka-reassign-partitions moves an RF=2 partition from brokers {4,5} to {5,6}
+    while an idempotent acks=all producer (confluent-kafka, min.insync.replicas=2) keeps producing:
+    --generate proposes brokers 5 and 6 for it; --execute --throttle starts the move
+    (AlterPartitionReassignments) with the replication throttles set (shown by kafka-configs), so the
+    copy takes at least the log's size over the rate (less one second of burst), and --verify
+    removes them when it is done;
+    broker 6 creates the log and catches up from the log start, then joins the ISR, which completes
+    the move (replicas = the target, broker 4 out of the ISR, leadership moved off it); --verify
+    reports it completed; --list finds nothing left. Every acknowledged record is read back at its
+    offset exactly once, broker 4's log directory is gone (no `-delete` directory left either), and
+    the logs of brokers 5 and 6 hold the same batches, byte for byte, up to the high watermark."""
+    import replication_faults
+    from confluent_kafka import Consumer, Producer, TopicPartition
+
+    kafka_cli.ensure_tools_libs()
+    topic = "cl-reassign"
+    r = kafka_cli.run("kafka-topics", "--bootstrap-server", cluster.bootstrap, "--create", "--topic", topic,
+                      "--replica-assignment", "4:5", "--config", "min.insync.replicas=2", logdir=tmp_path)
+    assert r.stdout.strip() == f"Created topic {topic}.", (r.stdout, r.stderr)
+
+    def in_sync(expected):
+        def check():
+            state = _replicas_isr_leader(cluster.kcat_metadata("broker-2", topic))
+            replicas, isr, leader = state[(topic, 0)]
+            assert sorted(replicas) == expected and isr == expected and leader in expected, state
+            return replicas, isr, leader
+        return check
+    _eventually(in_sync([4, 5]), f"{topic}-0 on brokers 4 and 5, both in sync", 30)
+
+    topics_file = tmp_path / "topics.json"
+    topics_file.write_text(json.dumps({"version": 1, "topics": [{"topic": topic}]}))
+    r = _reassign_tool(cluster, tmp_path, "--topics-to-move-json-file", str(topics_file), "--broker-list", "5,6",
+                       "--generate")
+    current = _json_after(r.stdout, "Current partition replica assignment")
+    assert [(p["topic"], p["partition"], p["replicas"]) for p in current["partitions"]] == [(topic, 0, [4, 5])], \
+        r.stdout
+    proposed = _json_after(r.stdout, "Proposed partition reassignment configuration")
+    assert [(p["topic"], p["partition"], sorted(p["replicas"])) for p in proposed["partitions"]] == \
+        [(topic, 0, [5, 6])], r.stdout
+    plan = tmp_path / "plan.json"
+    plan.write_text(json.dumps(proposed))
+    target = proposed["partitions"][0]["replicas"]
+
+    acked, failed = {}, []
+    stop = threading.Event()
+
+    def on_delivery(err, msg):
+        if err is not None:
+            failed.append(str(err))
+        else:
+            acked[(msg.partition(), msg.offset())] = msg.value().decode()
+
+    def produce():
+        producer = Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all", "enable.idempotence": True,
+                             "linger.ms": 5, "message.timeout.ms": 60000, "retry.backoff.ms": 100})
+        i = 0
+        while not stop.is_set():
+            try:
+                producer.produce(topic, key=harness.make_key("m", i), value=harness.make_value("m", i, pad=200),
+                                 partition=0, on_delivery=on_delivery)
+                i += 1
+            except BufferError:
+                producer.poll(0.05)
+                continue
+            producer.poll(0)
+            if i % 100 == 0:
+                time.sleep(0.05)  # at most ~2,000 records (~0.5 MB) per second
+        producer.flush(90)
+        produce.sent = i
+
+    producer = threading.Thread(target=produce, name="reassign-producer", daemon=True)
+    producer.start()
+    _eventually(lambda: len(acked) >= 20000, "20,000 records acknowledged before the move", 90)
+    acked_before = len(acked)
+    log_bytes = sum(f.stat().st_size for f in (cluster.data / "broker-2" / f"{topic}-0").glob("*.log"))
+
+    t0 = time.time()
+    r = _reassign_tool(cluster, tmp_path, "--reassignment-json-file", str(plan), "--execute",
+                       "--throttle", str(THROTTLE_BYTES_PER_S))
+    assert f"Successfully started partition reassignment for {topic}-0" in r.stdout, r.stdout
+    assert f"The inter-broker throttle limit was set to {THROTTLE_BYTES_PER_S} B/s" in r.stdout, r.stdout
+    listed = _reassign_tool(cluster, tmp_path, "--list").stdout
+    # The throttle as DescribeConfigs shows it (kafka-configs), on the broker receiving the replica.
+    described = kafka_cli.run("kafka-configs", "--bootstrap-server", cluster.bootstrap, "--describe",
+                              "--entity-type", "brokers", "--entity-name", "6", logdir=tmp_path).stdout
+    assert f"follower.replication.throttled.rate={THROTTLE_BYTES_PER_S}" in described, described
+    throttled = kafka_cli.run("kafka-configs", "--bootstrap-server", cluster.bootstrap, "--describe",
+                              "--entity-type", "topics", "--entity-name", topic, logdir=tmp_path).stdout
+    assert "follower.replication.throttled.replicas=0:6" in throttled, throttled
+
+    def verified():
+        out = _reassign_tool(cluster, tmp_path, "--reassignment-json-file", str(plan), "--verify").stdout
+        return f"Reassignment of partition {topic}-0 is completed." in out and out
+    out, took = _eventually(verified, "--verify reporting the move completed", 180, interval=0.5)
+    moved_s = time.time() - t0
+    # --verify removed the throttles once the move was done.
+    assert "Clearing broker-level throttles on brokers" in out and \
+        f"Clearing topic-level throttles on topic {topic}" in out, out
+    described = kafka_cli.run("kafka-configs", "--bootstrap-server", cluster.bootstrap, "--describe",
+                              "--entity-type", "brokers", "--entity-name", "6", logdir=tmp_path).stdout
+    assert "throttled" not in described, described
+    # Broker 6 copied the partition's log at no more than the throttle's rate: from the log it
+    # created to the completion (the leader epoch the removal of broker 4 moved to 1), by its log.
+    receiver = next(n for n, i in cluster.node_ids.items() if i == 6)
+
+    def stamp(line):
+        return datetime.fromisoformat(line.split()[0].replace("Z", "+00:00")).timestamp()
+    events = cluster.lines(receiver)
+    created = next(stamp(l) for l in events if "log loaded" in l and f"/{topic}-0 " in l)
+    completed = next(stamp(l) for l in events if ("became leader" in l or "became follower" in l)
+                     and f"topic={topic} partition=0 " in l and "leader_epoch=1" in l)
+    copy_s = completed - created
+    # Each bucket starts with one second of the rate (as Kafka's quota windows allow a burst);
+    # past that, the rate bounds the copy (unthrottled it takes a fraction of a second here).
+    assert copy_s >= (log_bytes - THROTTLE_BYTES_PER_S) / THROTTLE_BYTES_PER_S, (copy_s, log_bytes)
+    _eventually(lambda: len(acked) >= acked_before + 3000, "3,000 more acknowledged after the move", 60)
+    stop.set()
+    producer.join(120)
+    assert not producer.is_alive(), "the producer did not finish"
+    assert not failed, f"failures: {failed[:5]}"
+    assert len(acked) == produce.sent, f"{len(acked)} acknowledged of {produce.sent}"
+    assert listed.startswith(("Current partition reassignments:", "No partition reassignments found.")), listed
+    assert _reassign_tool(cluster, tmp_path, "--list").stdout == "No partition reassignments found.\n"
+
+    replicas, isr, leader = _eventually(in_sync([5, 6]), f"{topic}-0 on brokers 5 and 6, both in sync", 30)[0]
+    assert replicas == target and leader != 4, (replicas, isr, leader)
+
+    # Broker 4's replica is deleted (renamed -delete, then removed).
+    old = cluster.data / "broker-1"
+    _eventually(lambda: not (old / f"{topic}-0").exists(), f"{old / (topic + '-0')} removed", 30)
+    assert not list(old.glob(f"{topic}-0*")), list(old.glob(f"{topic}-0*"))
+
+    records = _kcat_consume(cluster.broker_address("broker-3"), topic)
+    got = {(p, o): v for p, o, k, v in records}
+    missing = [k for k in acked if got.get(k) != acked[k]]
+    assert not missing, f"{len(missing)} acknowledged records missing or changed, e.g. {missing[:5]}"
+    harness.verify_exactly_once(records, len(acked), "m", partitions=1)
+
+    consumer = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": "cl-reassign-hw"})
+    try:
+        _, high_watermark = consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=15)
+    finally:
+        consumer.close()
+
+    def identical():
+        below = {}
+        for name in ("broker-2", "broker-3"):
+            batches, _ = replication_faults.read_batches(cluster.data / name / f"{topic}-0")
+            below[name] = [b[2] for b in batches if b[1] < high_watermark]
+            covered = batches and max(b[1] for b in batches if b[1] < high_watermark) + 1
+            assert covered == high_watermark, (name, covered, high_watermark)
+        assert below["broker-2"] == below["broker-3"], "brokers 5 and 6 differ below the high watermark"
+        return len(below["broker-2"])
+    batches, _ = _eventually(identical, "brokers 5 and 6 byte-identical up to the high watermark", 30)
+    print(f"\nmoved {topic}-0 {{4,5}} -> {target} in {moved_s:.1f}s under load, throttled at "
+          f"{THROTTLE_BYTES_PER_S} B/s with {log_bytes} log bytes to copy (copied in {copy_s:.1f}s; "
+          f"{acked_before} acked before, "
+          f"{len(acked)} in all, none lost); {batches} batches identical on 5 and 6 up to {high_watermark}")
 
 
 # ------------------------------------------------------------------------------------------ 4

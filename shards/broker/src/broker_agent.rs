@@ -370,6 +370,62 @@ impl BrokerAgent {
                 };
                 let _ = work.reply.send(result);
             }
+            ControllerMessage::AlterPartitionReassignments(work) => {
+                let request = ControllerRequest::AlterPartitionReassignments {
+                    topics: work.topics,
+                    allow_replication_factor_change: work.allow_replication_factor_change,
+                };
+                let result = match self.forward(&request).await {
+                    Ok(ControllerResponse::AlterPartitionReassignments {
+                        result,
+                        metadata_offset,
+                    }) => {
+                        // Answer once this broker's image has the new replicas, so that a
+                        // ListPartitionReassignments or a describe right after sees them.
+                        if result.is_ok() && metadata_offset > 0 {
+                            self.wait_applied(metadata_offset).await;
+                        }
+                        result
+                    }
+                    Ok(_) => Err(MetadataError::ControllerNotAvailable),
+                    Err(error) => Err(error),
+                };
+                let _ = work.reply.send(result);
+            }
+            ControllerMessage::AlterBrokerConfigs(work) => {
+                let count = work.brokers.len();
+                let request = ControllerRequest::AlterBrokerConfigs {
+                    brokers: work.brokers,
+                    validate_only: work.validate_only,
+                };
+                let results = match self.forward(&request).await {
+                    Ok(ControllerResponse::AlterBrokerConfigs {
+                        results,
+                        metadata_offset,
+                    }) if results.len() == count => {
+                        // Answer once this broker applies the new rates: a describe right
+                        // after shows them.
+                        if metadata_offset > 0 {
+                            self.wait_applied(metadata_offset).await;
+                        }
+                        results
+                    }
+                    Ok(_) => vec![Err(MetadataError::ControllerNotAvailable); count],
+                    Err(error) => vec![Err(error); count],
+                };
+                let _ = work.reply.send(results);
+            }
+            ControllerMessage::ListPartitionReassignments(work) => {
+                let request = ControllerRequest::ListPartitionReassignments {
+                    topics: work.topics,
+                };
+                let result = match self.forward(&request).await {
+                    Ok(ControllerResponse::ListPartitionReassignments { result }) => result,
+                    Ok(_) => Err(MetadataError::ControllerNotAvailable),
+                    Err(error) => Err(error),
+                };
+                let _ = work.reply.send(result);
+            }
         }
     }
 

@@ -16,6 +16,7 @@ mod partition_change;
 mod placement;
 mod quorum_controller;
 mod raft_driver;
+mod reassignment;
 mod records;
 mod replication_control;
 pub mod rpc;

@@ -48,7 +48,7 @@ pub struct MetadataState {
     /// Index of the last applied metadata log entry.
     pub applied_index: u64,
     /// Local partitions per shard, for placing new ones on the emptiest.
-    shard_load: Vec<usize>,
+    pub(crate) shard_load: Vec<usize>,
     local_shards: HashMap<(Uuid, i32), ShardId>,
 }
 
@@ -154,6 +154,8 @@ impl MetadataState {
                     // PartitionRecord at creation).
                     eligible_leader_replicas: Vec::new(),
                     last_known_elr: Vec::new(),
+                    adding_replicas: Vec::new(),
+                    removing_replicas: Vec::new(),
                     shard,
                 });
                 topic.partitions.sort_by_key(|p| p.partition);
@@ -194,6 +196,47 @@ impl MetadataState {
                     None => warn!(%topic_id, partition, "change of an unknown partition; skipped"),
                 }
             }
+            MetadataRecord::PartitionAssignmentChange {
+                topic_id,
+                partition,
+                leader,
+                leader_epoch,
+                isr,
+                replicas,
+                adding_replicas,
+                removing_replicas,
+            } => {
+                // A broker newly named in the replicas hosts the partition from now on (on the
+                // emptiest shard); one no longer named stops hosting it.
+                let local = replicas.contains(&self.image.local_node_id);
+                let shard = if local {
+                    self.place_local(topic_id, partition, true)
+                } else {
+                    self.forget_local_partition(topic_id, partition);
+                    ShardId(0)
+                };
+                let Some(topic) = self.touch(topic_id, touched) else {
+                    warn!(%topic_id, "partition change for an unknown topic; skipped");
+                    return false;
+                };
+                match topic
+                    .partitions
+                    .iter_mut()
+                    .find(|p| p.partition == partition)
+                {
+                    Some(p) => {
+                        p.leader = leader;
+                        p.leader_epoch = leader_epoch;
+                        p.isr = isr;
+                        p.replicas = replicas;
+                        p.adding_replicas = adding_replicas;
+                        p.removing_replicas = removing_replicas;
+                        p.shard = shard;
+                        p.partition_epoch += 1;
+                    }
+                    None => warn!(%topic_id, partition, "change of an unknown partition; skipped"),
+                }
+            }
             MetadataRecord::Config {
                 topic_id,
                 name,
@@ -206,6 +249,26 @@ impl MetadataState {
             MetadataRecord::RemoveConfig { topic_id, name } => {
                 if let Some(topic) = self.touch(topic_id, touched) {
                     topic.configs.remove(&name);
+                }
+            }
+            MetadataRecord::BrokerConfig {
+                resource_name,
+                name,
+                value,
+            } => {
+                let configs = self.image.broker_configs.entry(resource_name.clone());
+                match value {
+                    Some(value) => {
+                        configs.or_default().insert(name, value);
+                    }
+                    None => {
+                        if let std::collections::btree_map::Entry::Occupied(mut entry) = configs {
+                            entry.get_mut().remove(&name);
+                            if entry.get().is_empty() {
+                                entry.remove();
+                            }
+                        }
+                    }
                 }
             }
             MetadataRecord::ProducerIds { next_producer_id } => {
@@ -314,6 +377,13 @@ impl MetadataState {
         let shard = ShardId(index as u16);
         self.local_shards.insert(tp, shard);
         shard
+    }
+
+    /// A partition whose replicas no longer include this broker (a reassignment moved it).
+    fn forget_local_partition(&mut self, topic_id: Uuid, partition: i32) {
+        if let Some(shard) = self.local_shards.remove(&(topic_id, partition)) {
+            self.shard_load[shard.index()] -= 1;
+        }
     }
 
     fn forget_local(&mut self, topic_id: Uuid) {

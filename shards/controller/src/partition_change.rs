@@ -36,6 +36,7 @@ use sluice_shard::{
 };
 
 use crate::metadata_state::MetadataState;
+use crate::reassignment::{assignment_change, ReassignmentReplicas};
 use crate::records::MetadataRecord;
 
 /// Kafka's topic config (and broker default) allowing a replica outside the ISR to lead.
@@ -93,7 +94,7 @@ pub fn elr_enabled(state: &MetadataState) -> bool {
 }
 
 /// Whether `broker_id` is registered and unfenced.
-fn unfenced(state: &MetadataState, broker_id: i32) -> bool {
+pub(crate) fn unfenced(state: &MetadataState, broker_id: i32) -> bool {
     state.brokers.get(&broker_id).is_some_and(|b| !b.fenced)
 }
 
@@ -106,6 +107,36 @@ enum Election {
     Online,
     /// As `Online`, else any live replica (which may lose committed records).
     Unclean,
+}
+
+/// The leader and ISR of `p` once its ISR is `isr`, for a reassignment's change (which never
+/// empties the ISR, so ELR plays no part): the current leader stays if it is still in the ISR
+/// and usable; else the first replica, in replica order, that is in the ISR and usable; else,
+/// when unclean election is allowed, the first usable replica, alone in the ISR; else no
+/// leader.
+pub(crate) fn elect_assignment_leader(
+    p: &PartitionImage,
+    isr: Vec<i32>,
+    usable: &impl Fn(i32) -> bool,
+    unclean: bool,
+) -> (i32, Vec<i32>) {
+    if p.leader >= 0 && isr.contains(&p.leader) && usable(p.leader) {
+        return (p.leader, isr);
+    }
+    if let Some(leader) = p
+        .replicas
+        .iter()
+        .copied()
+        .find(|id| isr.contains(id) && usable(*id))
+    {
+        return (leader, isr);
+    }
+    if unclean {
+        if let Some(leader) = p.replicas.iter().copied().find(|id| usable(*id)) {
+            return (leader, vec![leader]);
+        }
+    }
+    (-1, isr)
 }
 
 /// One partition change as Kafka's `PartitionChangeBuilder.build` decides it.
@@ -432,6 +463,33 @@ pub fn alter_partition(
         });
     if ineligible {
         return refused(ErrorCode::INELIGIBLE_REPLICA);
+    }
+    let reassignment = ReassignmentReplicas::of(p);
+    if reassignment.in_progress() {
+        // The ISR change may complete the reassignment (PartitionChangeBuilder's
+        // `completeReassignmentIfNeeded`): then the replicas, the ISR and maybe the leader
+        // change in the same record. Completion never needs an unclean election: it waits for
+        // an ISR that keeps a member.
+        let Some(record) = assignment_change(state, topic, p, reassignment, isr, false) else {
+            return Ok((current(ErrorCode::NONE), None));
+        };
+        let MetadataRecord::PartitionAssignmentChange {
+            leader,
+            leader_epoch,
+            isr,
+            ..
+        } = &record
+        else {
+            unreachable!("assignment_change makes PartitionAssignmentChange records");
+        };
+        let outcome = AlterPartitionOutcome {
+            error: ErrorCode::NONE,
+            leader_id: *leader,
+            leader_epoch: *leader_epoch,
+            partition_epoch: p.partition_epoch + 1,
+            isr: isr.clone(),
+        };
+        return Ok((outcome, Some(record)));
     }
     // The same builder as every other change: with ELR on, members leaving an ISR below min
     // ISR become eligible leaders, and an ISR back at min ISR clears the ELR.

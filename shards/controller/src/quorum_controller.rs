@@ -33,9 +33,11 @@ use crate::partition_change::{
 };
 use crate::placement::{place_replicas, PlacementBroker};
 use crate::raft_driver::{self, Applier, DriverSettings, ProposeError, RaftHandle};
+use crate::reassignment::{alter_partition_reassignments, list_partition_reassignments};
 use crate::records::{decode_entry, encode_entry, MetadataRecord};
 use crate::replication_control::{
-    check_new_topic, config_records, find_topic, manual_partition, new_cluster_id, new_topic_id,
+    broker_config_records, check_new_topic, config_records, find_topic, manual_partition,
+    new_cluster_id, new_topic_id,
 };
 use crate::rpc::{ControllerRequest, ControllerResponse, HeartbeatState, MetadataEntry};
 use crate::rpc_net::RpcHandler;
@@ -222,6 +224,17 @@ impl QuorumController {
                 )
             }
             ControllerRequest::DescribeQuorum => Some(self.describe_quorum().await),
+            ControllerRequest::ListPartitionReassignments { topics } => {
+                // A read of the committed state, as Kafka's `listPartitionReassignments`; only
+                // the active controller answers.
+                if !self.active.get() {
+                    return Some(self.not_controller());
+                }
+                let ongoing = list_partition_reassignments(&self.state.borrow(), topics.as_deref());
+                Some(ControllerResponse::ListPartitionReassignments {
+                    result: Ok(ongoing),
+                })
+            }
             other => Some(self.write(other).await),
         }
     }
@@ -325,6 +338,29 @@ impl QuorumController {
                     metadata_offset,
                 }
             }
+            ControllerRequest::AlterBrokerConfigs {
+                brokers,
+                validate_only,
+            } => {
+                let (results, records) = {
+                    let state = self.state.borrow();
+                    let mut results = Vec::with_capacity(brokers.len());
+                    let mut records = Vec::new();
+                    for changes in &brokers {
+                        results.push(broker_config_records(&state.image, changes).map(|planned| {
+                            if !validate_only {
+                                records.extend(planned);
+                            }
+                        }));
+                    }
+                    (results, records)
+                };
+                let (results, metadata_offset) = self.commit_for(records, results).await;
+                ControllerResponse::AlterBrokerConfigs {
+                    results,
+                    metadata_offset,
+                }
+            }
             ControllerRequest::AllocateProducerIds { .. } => {
                 let result = self.allocate_producer_ids().await;
                 ControllerResponse::AllocateProducerIds { result }
@@ -382,8 +418,33 @@ impl QuorumController {
                     },
                 }
             }
+            ControllerRequest::AlterPartitionReassignments {
+                topics,
+                allow_replication_factor_change,
+            } => {
+                let (outcomes, records) = {
+                    let state = self.state.borrow();
+                    alter_partition_reassignments(
+                        &state,
+                        &topics,
+                        allow_replication_factor_change,
+                        self.settings.unclean_leader_election_enable,
+                    )
+                };
+                match self.commit(records).await {
+                    Ok(metadata_offset) => ControllerResponse::AlterPartitionReassignments {
+                        result: Ok(outcomes),
+                        metadata_offset,
+                    },
+                    Err(error) => ControllerResponse::AlterPartitionReassignments {
+                        result: Err(error),
+                        metadata_offset: 0,
+                    },
+                }
+            }
             ControllerRequest::Raft { .. }
             | ControllerRequest::FetchMetadata { .. }
+            | ControllerRequest::ListPartitionReassignments { .. }
             | ControllerRequest::DescribeQuorum => {
                 unreachable!("reads are served by serve_request()")
             }

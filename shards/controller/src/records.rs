@@ -54,6 +54,37 @@ pub enum MetadataRecord {
         /// The new last known ELR (KIP-966), `None` when unchanged: Kafka's `LastKnownElr`.
         last_known_elr: Option<Vec<i32>>,
     },
+    /// A partition's replicas changed with its leader and ISR (KRaft's PartitionChangeRecord
+    /// with its Replicas, AddingReplicas and RemovingReplicas fields set): a reassignment
+    /// started, completed or was cancelled (KIP-455).
+    PartitionAssignmentChange {
+        /// Topic id.
+        topic_id: Uuid,
+        /// Partition index.
+        partition: i32,
+        /// The new leader, -1 for none.
+        leader: i32,
+        /// The new leader epoch.
+        leader_epoch: i32,
+        /// The new ISR.
+        isr: Vec<i32>,
+        /// The new replicas: during a reassignment, the target ones then those being removed.
+        replicas: Vec<i32>,
+        /// The replicas being added (empty: no reassignment in progress).
+        adding_replicas: Vec<i32>,
+        /// The replicas being removed.
+        removing_replicas: Vec<i32>,
+    },
+    /// A dynamic broker config (KRaft's ConfigRecord for a BROKER resource): set, or removed
+    /// when `value` is `None`.
+    BrokerConfig {
+        /// The broker id as text, or empty for the cluster-wide default.
+        resource_name: String,
+        /// Config name.
+        name: String,
+        /// The value; `None` removes it.
+        value: Option<String>,
+    },
     /// A broker registered (KRaft's RegisterBrokerRecord). It starts fenced.
     RegisterBroker {
         /// `node.id`.
@@ -134,6 +165,8 @@ const FEATURE_LEVEL: u8 = 12;
 /// A PartitionChange that also sets the ELR fields: a type of its own, so that the changes
 /// without them keep the bytes they always had.
 const PARTITION_CHANGE_ELR: u8 = 13;
+const PARTITION_ASSIGNMENT_CHANGE: u8 = 14;
+const BROKER_CONFIG: u8 = 15;
 /// Records in one metadata log entry: a change is one entry, so it commits whole or not at all.
 const RECORDS_PER_ENTRY_MAX: usize = 1 << 20;
 
@@ -146,12 +179,12 @@ pub enum RecordError {
     /// A record type this build does not know.
     #[error("unknown metadata record type {0}")]
     UnknownType(u8),
-    /// The rack's presence flag is neither 0 nor 1.
-    #[error("malformed metadata record: rack flag {0}")]
-    BadRackFlag(u8),
     /// A list's presence flag is neither 0 nor 1 (or an ELR change carries no list).
     #[error("malformed metadata record: list flag {0}")]
     BadListFlag(u8),
+    /// An optional field's presence flag (a rack, a config value) is neither 0 nor 1.
+    #[error("malformed metadata record: presence flag {0}")]
+    BadPresenceFlag(u8),
     /// An entry claims more records than one entry may hold.
     #[error("{0} records in one metadata log entry")]
     TooManyRecords(u32),
@@ -215,6 +248,42 @@ impl MetadataRecord {
                 if elr_changed {
                     put_optional_ids(e, eligible_leader_replicas.as_deref());
                     put_optional_ids(e, last_known_elr.as_deref());
+                }
+            }
+            MetadataRecord::PartitionAssignmentChange {
+                topic_id,
+                partition,
+                leader,
+                leader_epoch,
+                isr,
+                replicas,
+                adding_replicas,
+                removing_replicas,
+            } => {
+                e.put_u8(PARTITION_ASSIGNMENT_CHANGE);
+                e.put_uuid(*topic_id);
+                e.put_i32(*partition);
+                e.put_i32(*leader);
+                e.put_i32(*leader_epoch);
+                put_ids(e, isr);
+                put_ids(e, replicas);
+                put_ids(e, adding_replicas);
+                put_ids(e, removing_replicas);
+            }
+            MetadataRecord::BrokerConfig {
+                resource_name,
+                name,
+                value,
+            } => {
+                e.put_u8(BROKER_CONFIG);
+                put_str(e, resource_name);
+                put_str(e, name);
+                match value {
+                    None => e.put_u8(0),
+                    Some(value) => {
+                        e.put_u8(1);
+                        put_str(e, value);
+                    }
                 }
             }
             MetadataRecord::RegisterBroker {
@@ -342,6 +411,25 @@ impl MetadataRecord {
                     last_known_elr,
                 }
             }
+            PARTITION_ASSIGNMENT_CHANGE => MetadataRecord::PartitionAssignmentChange {
+                topic_id: d.uuid()?,
+                partition: d.i32()?,
+                leader: d.i32()?,
+                leader_epoch: d.i32()?,
+                isr: get_ids(d)?,
+                replicas: get_ids(d)?,
+                adding_replicas: get_ids(d)?,
+                removing_replicas: get_ids(d)?,
+            },
+            BROKER_CONFIG => MetadataRecord::BrokerConfig {
+                resource_name: get_str(d)?,
+                name: get_str(d)?,
+                value: match d.u8()? {
+                    0 => None,
+                    1 => Some(get_str(d)?),
+                    flag => return Err(RecordError::BadPresenceFlag(flag)),
+                },
+            },
             REGISTER_BROKER => MetadataRecord::RegisterBroker {
                 broker_id: d.i32()?,
                 incarnation_id: d.uuid()?,
@@ -351,7 +439,7 @@ impl MetadataRecord {
                 rack: match d.u8()? {
                     0 => None,
                     1 => Some(get_str(d)?),
-                    flag => return Err(RecordError::BadRackFlag(flag)),
+                    flag => return Err(RecordError::BadPresenceFlag(flag)),
                 },
             },
             FENCE_BROKER => MetadataRecord::FenceBroker {
@@ -677,6 +765,42 @@ mod tests {
                 if let Ok(records) = decode_entry(&garbled) {
                     assert_eq!(encode_entry(&records), garbled);
                 }
+            }
+        }
+    }
+
+    /// Records added after the golden samples were captured round-trip and refuse truncation.
+    #[test]
+    fn newer_records_round_trip() {
+        let topic_id = Uuid::from_u128(7);
+        let records = [
+            MetadataRecord::PartitionAssignmentChange {
+                topic_id,
+                partition: 3,
+                leader: 2,
+                leader_epoch: 9,
+                isr: vec![1, 2],
+                replicas: vec![2, 3, 1],
+                adding_replicas: vec![3],
+                removing_replicas: vec![1],
+            },
+            MetadataRecord::BrokerConfig {
+                resource_name: "4".into(),
+                name: "leader.replication.throttled.rate".into(),
+                value: Some("1000000".into()),
+            },
+            MetadataRecord::BrokerConfig {
+                resource_name: String::new(),
+                name: "follower.replication.throttled.rate".into(),
+                value: None,
+            },
+        ];
+        for record in records {
+            let mut buf = Vec::new();
+            record.encode(&mut buf);
+            assert_eq!(MetadataRecord::decode(&buf).unwrap(), record);
+            for len in 0..buf.len() {
+                assert!(MetadataRecord::decode(&buf[..len]).is_err());
             }
         }
     }

@@ -8,8 +8,8 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use sluice_config::topic::{self as topic_config, ConfigType};
 use sluice_protocol::codec::Uuid;
 use sluice_shard::{
-    ConfigOp, DeletedTopic, MetadataError, MetadataImage, NewPartitions, NewTopic,
-    TopicConfigChanges, TopicRef,
+    check_dynamic_broker_config, BrokerConfigChanges, ConfigOp, DeletedTopic, MetadataError,
+    MetadataImage, NewPartitions, NewTopic, TopicConfigChanges, TopicRef, DYNAMIC_BROKER_CONFIGS,
 };
 
 use crate::metadata_state::MetadataState;
@@ -64,6 +64,86 @@ pub fn check_new_topic(
         topic_config::validate(name, value).map_err(MetadataError::InvalidConfig)?;
     }
     Ok(())
+}
+
+/// The records that take a broker resource (a broker id, or empty for the cluster-wide
+/// default) from its dynamic configs to the changed ones (Kafka's BROKER ConfigRecords). Only
+/// [`DYNAMIC_BROKER_CONFIGS`] change at run time; any other name is refused as Kafka refuses a
+/// config it cannot update dynamically.
+pub fn broker_config_records(
+    image: &MetadataImage,
+    changes: &BrokerConfigChanges,
+) -> Result<Vec<MetadataRecord>, MetadataError> {
+    let resource = &changes.resource_name;
+    let static_names: Vec<&str> = changes
+        .changes
+        .iter()
+        .map(|c| c.name.as_str())
+        .filter(|name| !DYNAMIC_BROKER_CONFIGS.contains(name))
+        .collect();
+    if !static_names.is_empty() {
+        return Err(MetadataError::InvalidRequest(format!(
+            "Invalid config value for resource ConfigResource(type=BROKER, name='{resource}'): Cannot update these configs dynamically: Set({})",
+            static_names.join(", ")
+        )));
+    }
+    let mut seen = BTreeSet::new();
+    for change in &changes.changes {
+        if !seen.insert(change.name.as_str()) {
+            return Err(MetadataError::InvalidRequest(format!(
+                "Error due to duplicate config keys: {}",
+                change.name
+            )));
+        }
+    }
+    let current = image
+        .broker_configs
+        .get(resource)
+        .cloned()
+        .unwrap_or_default();
+    let mut configs = if changes.replace_all {
+        BTreeMap::new()
+    } else {
+        current.clone()
+    };
+    for change in &changes.changes {
+        let name = change.name.as_str();
+        match &change.op {
+            ConfigOp::Set(value) => {
+                let value = check_dynamic_broker_config(name, value)
+                    .map_err(MetadataError::InvalidConfig)?;
+                configs.insert(name.to_string(), value);
+            }
+            ConfigOp::Delete => {
+                configs.remove(name);
+            }
+            ConfigOp::Append(_) | ConfigOp::Subtract(_) => {
+                let append = matches!(change.op, ConfigOp::Append(_));
+                return Err(MetadataError::InvalidConfig(format!(
+                    "Can't {} to key {name} because its type is not LIST.",
+                    if append { "APPEND" } else { "SUBTRACT" }
+                )));
+            }
+        }
+    }
+    let mut records = Vec::new();
+    for (name, value) in &configs {
+        if current.get(name) != Some(value) {
+            records.push(MetadataRecord::BrokerConfig {
+                resource_name: resource.clone(),
+                name: name.clone(),
+                value: Some(value.clone()),
+            });
+        }
+    }
+    for name in current.keys().filter(|name| !configs.contains_key(*name)) {
+        records.push(MetadataRecord::BrokerConfig {
+            resource_name: resource.clone(),
+            name: name.clone(),
+            value: None,
+        });
+    }
+    Ok(records)
 }
 
 /// The records that take a topic from its current overrides to the changed ones; each topic's

@@ -21,10 +21,11 @@ use sluice_protocol::codec::{Decoder, Encoder, Uuid};
 use sluice_protocol::error::ErrorCode;
 use sluice_protocol::ProtocolError;
 use sluice_shard::{
-    AlterPartitionItem, AlterPartitionOutcome, ConfigChange, ConfigOp, CreatedTopic, DeletedTopic,
-    ElectionOutcome, ElectionTopic, FeatureUpdate, MetadataError, NewPartitions, NewTopic,
-    ProducerIdBlock, QuorumEndpoint, QuorumInfo, QuorumReplica, TopicConfigChanges, TopicRef,
-    UpgradeType,
+    AlterPartitionItem, AlterPartitionOutcome, BrokerConfigChanges, ConfigChange, ConfigOp,
+    CreatedTopic, DeletedTopic, ElectionOutcome, ElectionTopic, FeatureUpdate, MetadataError,
+    NewPartitions, NewTopic, OngoingReassignment, ProducerIdBlock, QuorumEndpoint, QuorumInfo,
+    QuorumReplica, ReassignmentOutcome, ReassignmentQuery, ReassignmentTarget, ReassignmentTopic,
+    TopicConfigChanges, TopicRef, UpgradeType,
 };
 
 /// Largest frame accepted or produced, counted as the length prefix counts (everything after
@@ -297,6 +298,25 @@ rpc_messages! {
             /// The partitions; `None` for every partition.
             topics: Option<Vec<ElectionTopic>>,
         },
+        /// Forwarded AlterPartitionReassignments.
+        AlterPartitionReassignments = kind::ALTER_PARTITION_REASSIGNMENTS {
+            /// The targets, in request order.
+            topics: Vec<ReassignmentTopic>,
+            /// KIP-860's flag.
+            allow_replication_factor_change: bool,
+        },
+        /// Forwarded AlterConfigs / IncrementalAlterConfigs of broker resources.
+        AlterBrokerConfigs = kind::ALTER_BROKER_CONFIGS {
+            /// One entry per broker resource.
+            brokers: Vec<BrokerConfigChanges>,
+            /// Only check, change nothing.
+            validate_only: bool,
+        },
+        /// Forwarded ListPartitionReassignments (a read of the active controller's state).
+        ListPartitionReassignments = kind::LIST_PARTITION_REASSIGNMENTS {
+            /// The partitions; `None` for every partition.
+            topics: Option<Vec<ReassignmentQuery>>,
+        },
 }
 }
 
@@ -403,6 +423,25 @@ rpc_messages! {
             /// The metadata log index at which the change committed.
             metadata_offset: u64,
         },
+        /// Answer to AlterPartitionReassignments.
+        AlterPartitionReassignments = kind::ALTER_PARTITION_REASSIGNMENTS {
+            /// One outcome per partition, or why the request failed as a whole.
+            result: Result<Vec<ReassignmentOutcome>, MetadataError>,
+            /// The metadata log index at which the change committed.
+            metadata_offset: u64,
+        },
+        /// Answer to AlterBrokerConfigs.
+        AlterBrokerConfigs = kind::ALTER_BROKER_CONFIGS {
+            /// One result per broker resource, in order.
+            results: Vec<Result<(), MetadataError>>,
+            /// The metadata log index at which the change committed.
+            metadata_offset: u64,
+        },
+        /// Answer to ListPartitionReassignments.
+        ListPartitionReassignments = kind::LIST_PARTITION_REASSIGNMENTS {
+            /// The reassignments in progress, or why the request failed as a whole.
+            result: Result<Vec<OngoingReassignment>, MetadataError>,
+        },
 }
 }
 
@@ -445,6 +484,9 @@ mod kind {
     pub const CREATE_TOPICS_ASSIGNED: u8 = 13;
     pub const ELECT_LEADERS: u8 = 14;
     pub const BROKER_REGISTRATION_PREVIOUS_EPOCH: u8 = 20;
+    pub const ALTER_PARTITION_REASSIGNMENTS: u8 = 15;
+    pub const LIST_PARTITION_REASSIGNMENTS: u8 = 16;
+    pub const ALTER_BROKER_CONFIGS: u8 = 17;
     pub const RESPONSE: u8 = 0x80;
     pub const NOT_CONTROLLER: u8 = RESPONSE;
 }
@@ -841,6 +883,7 @@ wire_struct! {
     DeletedTopic { name: String, topic_id: Uuid }
     ConfigChange { name: String, op: ConfigOp }
     TopicConfigChanges { topic: String, changes: Vec<ConfigChange>, replace_all: bool }
+    BrokerConfigChanges { resource_name: String, changes: Vec<ConfigChange>, replace_all: bool }
     ProducerIdBlock { first: i64, size: i64 }
     HeartbeatState { is_caught_up: bool, is_fenced: bool, should_shut_down: bool }
     MetadataEntry { index: u64, term: u64, data: Vec<u8> }
@@ -854,6 +897,22 @@ wire_struct! {
     }
     ElectionTopic { topic: String, partitions: Vec<i32> }
     ElectionOutcome { topic: String, partition: i32, error: ErrorCode, message: Option<String> }
+    ReassignmentTarget { partition: i32, replicas: Option<Vec<i32>> }
+    ReassignmentTopic { topic: String, partitions: Vec<ReassignmentTarget> }
+    ReassignmentOutcome {
+        topic: String,
+        partition: i32,
+        error: ErrorCode,
+        message: Option<String>,
+    }
+    ReassignmentQuery { topic: String, partitions: Vec<i32> }
+    OngoingReassignment {
+        topic: String,
+        partition: i32,
+        replicas: Vec<i32>,
+        adding_replicas: Vec<i32>,
+        removing_replicas: Vec<i32>,
+    }
     AlterPartitionOutcome {
         error: ErrorCode,
         leader_id: i32,
@@ -1714,6 +1773,81 @@ mod tests {
             // A truncated frame is an error, never a panic.
             for end in 0..frame.len() {
                 let _ = ControllerResponse::decode(&frame[..end]);
+            }
+        }
+    }
+
+    /// The reassignment frames round-trip, and a truncated one is an error, never a panic.
+    #[test]
+    fn reassignment_frames_round_trip() {
+        let requests = [
+            ControllerRequest::AlterPartitionReassignments {
+                topics: vec![ReassignmentTopic {
+                    topic: "orders".into(),
+                    partitions: vec![
+                        ReassignmentTarget {
+                            partition: 0,
+                            replicas: Some(vec![2, 3]),
+                        },
+                        ReassignmentTarget {
+                            partition: 1,
+                            replicas: None,
+                        },
+                    ],
+                }],
+                allow_replication_factor_change: false,
+            },
+            ControllerRequest::ListPartitionReassignments {
+                topics: Some(vec![ReassignmentQuery {
+                    topic: "orders".into(),
+                    partitions: vec![0, 4],
+                }]),
+            },
+            ControllerRequest::ListPartitionReassignments { topics: None },
+        ];
+        for (i, request) in requests.iter().enumerate() {
+            let mut out = Vec::new();
+            request.encode(3 + i as u32, &mut out).unwrap();
+            let (frame, _) = split_frame(&out).unwrap().unwrap();
+            let (id, decoded) = ControllerRequest::decode(frame).unwrap();
+            assert_eq!(id, 3 + i as u32);
+            assert_eq!(format!("{decoded:?}"), format!("{request:?}"));
+            for end in 0..frame.len() {
+                assert!(ControllerRequest::decode(&frame[..end]).is_err());
+            }
+        }
+        let responses = [
+            ControllerResponse::AlterPartitionReassignments {
+                result: Ok(vec![ReassignmentOutcome {
+                    topic: "orders".into(),
+                    partition: 1,
+                    error: ErrorCode::NO_REASSIGNMENT_IN_PROGRESS,
+                    message: Some("No partition reassignment is in progress.".into()),
+                }]),
+                metadata_offset: 12,
+            },
+            ControllerResponse::ListPartitionReassignments {
+                result: Ok(vec![OngoingReassignment {
+                    topic: "orders".into(),
+                    partition: 0,
+                    replicas: vec![2, 3, 1],
+                    adding_replicas: vec![3],
+                    removing_replicas: vec![1],
+                }]),
+            },
+            ControllerResponse::ListPartitionReassignments {
+                result: Err(MetadataError::ControllerNotAvailable),
+            },
+        ];
+        for (i, response) in responses.iter().enumerate() {
+            let mut out = Vec::new();
+            response.encode(20 + i as u32, &mut out).unwrap();
+            let (frame, _) = split_frame(&out).unwrap().unwrap();
+            let (id, decoded) = ControllerResponse::decode(frame).unwrap();
+            assert_eq!(id, 20 + i as u32);
+            assert_eq!(format!("{decoded:?}"), format!("{response:?}"));
+            for end in 0..frame.len() {
+                assert!(ControllerResponse::decode(&frame[..end]).is_err());
             }
         }
     }

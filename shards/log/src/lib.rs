@@ -33,7 +33,7 @@ pub use leader_epoch::{
     EpochEntry, InvalidEpochEntry, LeaderEpochCheckpointFile, LeaderEpochFileCache,
     LEADER_EPOCH_CHECKPOINT_FILE, UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET,
 };
-pub use log::{FetchDataInfo, Log, LogAppendInfo};
+pub use log::{remove_deleted_dirs, FetchDataInfo, Log, LogAppendInfo, DELETE_DIR_SUFFIX};
 
 #[cfg(test)]
 mod tests;

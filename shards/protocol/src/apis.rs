@@ -17,12 +17,13 @@ use crate::api_key::ApiKey;
 use crate::codec::{Decoder, Encoder};
 use crate::error::{ProtocolError, Result};
 use crate::messages::{
-    alter_configs, api_versions, create_partitions, create_topics, delete_groups, delete_records,
-    delete_topics, describe_cluster, describe_configs, describe_groups, describe_log_dirs,
-    describe_producers, describe_quorum, describe_topic_partitions, elect_leaders, fetch,
-    find_coordinator, heartbeat, incremental_alter_configs, init_producer_id, join_group,
-    leave_group, list_groups, list_offsets, metadata, offset_commit, offset_delete, offset_fetch,
-    produce, sync_group, update_features,
+    alter_configs, alter_partition_reassignments, api_versions, create_partitions, create_topics,
+    delete_groups, delete_records, delete_topics, describe_cluster, describe_configs,
+    describe_groups, describe_log_dirs, describe_producers, describe_quorum,
+    describe_topic_partitions, elect_leaders, fetch, find_coordinator, heartbeat,
+    incremental_alter_configs, init_producer_id, join_group, leave_group, list_groups,
+    list_offsets, list_partition_reassignments, metadata, offset_commit, offset_delete,
+    offset_fetch, produce, sync_group, update_features,
 };
 
 /// One served API: its key and the versions Sluice decodes, handles and advertises.
@@ -216,6 +217,10 @@ declare_apis! {
     UpdateFeatures: 0..=2, flexible 0,
         update_features::{UpdateFeaturesRequest, UpdateFeaturesResponse};
     ElectLeaders: 0..=2, flexible 2, elect_leaders::{ElectLeadersRequest, ElectLeadersResponse};
+    AlterPartitionReassignments: 0..=1, flexible 0,
+        alter_partition_reassignments::{AlterPartitionReassignmentsRequest, AlterPartitionReassignmentsResponse};
+    ListPartitionReassignments: 0..=0, flexible 0,
+        list_partition_reassignments::{ListPartitionReassignmentsRequest, ListPartitionReassignmentsResponse};
 }
 
 /// The declaration of an API the crate has a codec for; a compile error (in const context) for

@@ -48,7 +48,7 @@ fn requests_round_trip_every_version() {
     // FindCoordinator 0-6, JoinGroup 0-9, Heartbeat 0-4, LeaveGroup 0-5, SyncGroup 0-5,
     // DescribeGroups 0-6, ListGroups 0-5, DeleteGroups 0-3, OffsetDelete 0; DescribeLogDirs
     // 1-5, DescribeProducers 0, DescribeTopicPartitions 0; DescribeQuorum 0-2, UpdateFeatures 0-2,
-    // ElectLeaders 0-2.
+    // ElectLeaders 0-2; AlterPartitionReassignments 0-1, ListPartitionReassignments 0.
     assert_eq!(
         n,
         4 + 6
@@ -81,6 +81,8 @@ fn requests_round_trip_every_version() {
             + 3
             + 3
             + 3
+            + 2
+            + 1
     );
 }
 

@@ -146,6 +146,10 @@ impl ReplicaManager {
         self.topic_configs.borrow_mut().remove(tp);
         if let Some(partition) = removed {
             self.share_tail_cache();
+            // As Kafka's StopReplica: no longer a replica here, so produces waiting for the
+            // ISR (acks=all) fail now with NOT_LEADER_OR_FOLLOWER and the client retries on
+            // the partition's leader, instead of waiting out their timeout.
+            partition.make_follower(-1, partition.leader_epoch());
             partition.delete().await?;
             info!(topic = %partition.topic, partition = tp.partition, "deleted partition");
         }

@@ -6,7 +6,12 @@ use sluice_shard::{
     CreateTopicsWork, CreatedTopic, DeleteTopicsWork, DeletedTopic, MetadataError, NewPartitions,
     NewTopic, ProducerIdBlock, ShardMesh, TopicConfigChanges, TopicRef,
 };
+use sluice_shard::{AlterBrokerConfigsWork, BrokerConfigChanges};
 use sluice_shard::{AlterPartitionItem, AlterPartitionOutcome, AlterPartitionWork};
+use sluice_shard::{
+    AlterReassignmentsWork, ListReassignmentsWork, OngoingReassignment, ReassignmentOutcome,
+    ReassignmentQuery, ReassignmentTopic,
+};
 use sluice_shard::{DescribeQuorumWork, FeatureUpdate, QuorumInfo, UpdateFeaturesWork};
 use sluice_shard::{ElectLeadersWork, ElectionOutcome, ElectionTopic};
 
@@ -142,6 +147,70 @@ pub async fn elect_leaders(
     }
     done.await
         .unwrap_or(Err(MetadataError::ControllerNotAvailable))
+}
+
+/// Asks the active controller to start or cancel reassignments: one outcome per partition,
+/// or why the request failed as a whole.
+pub async fn alter_partition_reassignments(
+    mesh: &ShardMesh,
+    topics: Vec<ReassignmentTopic>,
+    allow_replication_factor_change: bool,
+) -> Result<Vec<ReassignmentOutcome>, MetadataError> {
+    let (reply, done) = oneshot::channel();
+    let work = AlterReassignmentsWork {
+        topics,
+        allow_replication_factor_change,
+        reply,
+    };
+    if mesh
+        .send_to_controller(ControllerMessage::AlterPartitionReassignments(work))
+        .await
+        .is_err()
+    {
+        return Err(MetadataError::ControllerNotAvailable);
+    }
+    done.await
+        .unwrap_or(Err(MetadataError::ControllerNotAvailable))
+}
+
+/// Asks the active controller for the reassignments in progress.
+pub async fn list_partition_reassignments(
+    mesh: &ShardMesh,
+    topics: Option<Vec<ReassignmentQuery>>,
+) -> Result<Vec<OngoingReassignment>, MetadataError> {
+    let (reply, done) = oneshot::channel();
+    let work = ListReassignmentsWork { topics, reply };
+    if mesh
+        .send_to_controller(ControllerMessage::ListPartitionReassignments(work))
+        .await
+        .is_err()
+    {
+        return Err(MetadataError::ControllerNotAvailable);
+    }
+    done.await
+        .unwrap_or(Err(MetadataError::ControllerNotAvailable))
+}
+
+/// Asks the controller to alter dynamic broker configs; one result per resource, in order.
+pub async fn alter_broker_configs(
+    mesh: &ShardMesh,
+    brokers: Vec<BrokerConfigChanges>,
+    validate_only: bool,
+) -> Vec<Result<(), MetadataError>> {
+    let count = brokers.len();
+    let (reply, done) = oneshot::channel();
+    let work = AlterBrokerConfigsWork {
+        brokers,
+        validate_only,
+        reply,
+    };
+    ask(
+        mesh,
+        ControllerMessage::AlterBrokerConfigs(work),
+        done,
+        count,
+    )
+    .await
 }
 
 /// Asks the controller to alter topic configs; one result per topic, in order.

@@ -80,6 +80,12 @@ pub async fn dispatch(ctx: &ShardContext, frame: Bytes, client_host: &str) -> Ou
         RequestBody::ElectLeaders(r) => {
             ResponseBody::ElectLeaders(handlers::elect_leaders::handle(ctx, version, r).await)
         }
+        RequestBody::AlterPartitionReassignments(r) => ResponseBody::AlterPartitionReassignments(
+            handlers::partition_reassignments::handle_alter(ctx, version, r).await,
+        ),
+        RequestBody::ListPartitionReassignments(r) => ResponseBody::ListPartitionReassignments(
+            handlers::partition_reassignments::handle_list(ctx, version, r).await,
+        ),
         RequestBody::DeleteRecords(r) => {
             ResponseBody::DeleteRecords(handlers::delete_records::handle(ctx, version, r).await)
         }

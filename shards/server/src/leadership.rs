@@ -165,6 +165,8 @@ pub(crate) mod tests {
                     },
                     eligible_leader_replicas: Vec::new(),
                     last_known_elr: Vec::new(),
+                    adding_replicas: Vec::new(),
+                    removing_replicas: Vec::new(),
                     shard: ShardId(0),
                 })
                 .collect(),

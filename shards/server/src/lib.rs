@@ -25,6 +25,7 @@ mod producer_ids;
 mod pump;
 pub mod replica_fetcher;
 mod replication;
+pub mod replication_throttle;
 mod router;
 mod shard_core;
 mod socket_io;

@@ -12,13 +12,15 @@ use sluice_protocol::messages::list_offsets::{
 };
 use sluice_replica::{
     log_config_with_overrides, ActiveProducer, FetchPartitionData, FollowerFetchRequest,
-    LogAppendInfo, OffsetAndTimestamp, PartitionLogDirInfo, ReplicaError, TopicIdPartition,
+    LogAppendInfo, OffsetAndTimestamp, Partition, PartitionLogDirInfo, ReplicaError,
+    TopicIdPartition,
 };
 use sluice_shard::{FetchPartitionRequest, MetadataImage, ProducePartition, WaitFor};
 use tracing::{error, info};
 
 use crate::context::ShardContext;
 use crate::replication;
+use crate::replication_throttle::{is_throttled, LEADER_REPLICATION_THROTTLED_REPLICAS};
 use crate::util::{join_all, race_any};
 
 /// Appends to each partition; partitions proceed concurrently, each in call order. acks=all
@@ -79,14 +81,40 @@ pub async fn fetch(
         if let Some(alter) = result.alter_partition {
             replication::send_alter_partition(&ctx.core, partition.clone(), alter);
         }
+        let mut records = result.records;
+        if leader_throttled(ctx, &partition, replica.replica_id) {
+            // Kafka's `shouldLeaderThrottle`: over the rate, a throttled replica out of the
+            // ISR gets nothing this time (its fetch state was still taken above).
+            let now = Instant::now();
+            if ctx.core.throttles.leader.is_exceeded(now) {
+                records = Default::default();
+            } else {
+                ctx.core.throttles.leader.record(records.len(), now);
+            }
+        }
         Ok(FetchPartitionData {
-            records: result.records,
+            records,
             high_watermark: result.high_watermark,
             log_start_offset: result.log_start_offset,
             diverging_epoch: result.diverging_epoch,
         })
     });
     join_all(reads.collect()).await
+}
+
+/// Whether the leader's throttle applies to `replica_id`'s fetch of `partition`: the topic's
+/// `leader.replication.throttled.replicas` names it on this broker, and the replica is not in
+/// the ISR.
+fn leader_throttled(ctx: &ShardContext, partition: &Partition, replica_id: i32) -> bool {
+    let image = ctx.core.image();
+    let Some(list) = image
+        .topic_by_id(&partition.tp.topic_id)
+        .and_then(|t| t.configs.get(LEADER_REPLICATION_THROTTLED_REPLICAS))
+    else {
+        return false;
+    };
+    is_throttled(list, partition.tp.partition, ctx.config.node_id)
+        && !partition.is_in_sync_replica(replica_id)
 }
 
 /// Resolves when any listed partition passes what its fetch waits for, or at `deadline`.
@@ -246,6 +274,9 @@ pub async fn apply_metadata(ctx: &ShardContext, image: Arc<MetadataImage>) {
         }
     }
     replication::apply_roles(&ctx.core, &image).await;
+    ctx.core
+        .throttles
+        .on_metadata(&image, ctx.config.node_id, ctx.mesh.shard_count());
     ctx.groups.on_metadata(&ctx.core, &image);
     // After the partitions are open: the fetchers fetch the ones led by another broker.
     ctx.replica_fetchers.on_metadata(&ctx.core, &image);

@@ -41,6 +41,7 @@ use sluice_shard::{LocalSignal, LocalWatch, MetadataImage};
 use tracing::{debug, error, info, warn};
 
 use crate::broker_client::{BrokerClientError, BrokerConnection};
+use crate::replication_throttle::{is_throttled, FOLLOWER_REPLICATION_THROTTLED_REPLICAS};
 use crate::shard_core::ShardCore;
 use crate::util::join_all;
 
@@ -62,6 +63,9 @@ const REPLICA_SOCKET_TIMEOUT: Duration = Duration::from_secs(30);
 /// `replica.fetch.backoff.ms` says (0 is allowed): Kafka's `reconnect.backoff.ms` default.
 /// Without it a leader that is down would be redialled in a loop.
 const RECONNECT_BACKOFF_MIN: Duration = Duration::from_millis(50);
+
+/// How soon a fetcher holding throttled partitions back looks at its throttle again.
+const THROTTLE_RECHECK: Duration = Duration::from_millis(50);
 
 /// A connection error is logged at warn level once when the fetcher starts failing, then at
 /// most this often while it keeps failing (every retry is logged at debug level).
@@ -305,6 +309,19 @@ impl FetcherState {
         broker_epoch: i64,
         follower_state: impl Fn(&TopicIdPartition) -> Option<FollowerFetchState>,
     ) -> Option<FetchRequest> {
+        self.build_request_throttled(now, broker_epoch, follower_state, |_| false)
+    }
+
+    /// [`Self::build_request`], leaving out the partitions `held_back` names (Kafka's
+    /// `shouldFollowerThrottle`: throttled, out of the ISR, and the follower's throttle is over
+    /// its rate); they go in a later request.
+    pub fn build_request_throttled(
+        &mut self,
+        now: Instant,
+        broker_epoch: i64,
+        follower_state: impl Fn(&TopicIdPartition) -> Option<FollowerFetchState>,
+        held_back: impl Fn(&TopicIdPartition) -> bool,
+    ) -> Option<FetchRequest> {
         self.in_flight.clear();
         let mut topics: Vec<FetchTopic> = Vec::new();
         for (tp, p) in self.partitions.iter_mut() {
@@ -321,6 +338,9 @@ impl FetcherState {
             let Some(state) = follower_state(tp).filter(|s| s.leader_id == self.leader_id) else {
                 continue;
             };
+            if held_back(tp) {
+                continue;
+            }
             let partition = FetchPartition {
                 partition: tp.partition,
                 current_leader_epoch: state.current_leader_epoch,
@@ -835,6 +855,17 @@ pub(crate) trait FollowerLogs {
         tp: &TopicIdPartition,
         diverging: EpochEndOffset,
     ) -> Result<(), ReplicaError>;
+    /// Whether `tp`'s replica is throttled on this follower (its topic's
+    /// `follower.replication.throttled.replicas` names it here, and it is out of the ISR).
+    fn follower_throttled(&self, _tp: &TopicIdPartition) -> bool {
+        false
+    }
+    /// The follower throttle: whether the throttled replicas must wait now.
+    fn follower_throttle_exceeded(&self, _now: Instant) -> bool {
+        false
+    }
+    /// Takes `bytes` fetched for a throttled replica from the follower throttle.
+    fn record_follower_throttled(&self, _bytes: usize, _now: Instant) {}
     /// Truncates after an out-of-range fetch offset, given the leader's log start and end.
     async fn truncate_on_out_of_range(
         &self,
@@ -847,6 +878,29 @@ pub(crate) trait FollowerLogs {
 impl FollowerLogs for ShardCore {
     fn shutdown_signal(&self) -> &LocalSignal {
         &self.shutdown
+    }
+
+    fn follower_throttled(&self, tp: &TopicIdPartition) -> bool {
+        let image = self.image();
+        let Some(topic) = image.topic_by_id(&tp.topic_id) else {
+            return false;
+        };
+        let node_id = self.config.node_id;
+        topic
+            .configs
+            .get(FOLLOWER_REPLICATION_THROTTLED_REPLICAS)
+            .is_some_and(|list| is_throttled(list, tp.partition, node_id))
+            && topic
+                .partition(tp.partition)
+                .is_some_and(|p| !p.isr.contains(&node_id))
+    }
+
+    fn follower_throttle_exceeded(&self, now: Instant) -> bool {
+        self.throttles.follower.is_exceeded(now)
+    }
+
+    fn record_follower_throttled(&self, bytes: usize, now: Instant) {
+        self.throttles.follower.record(bytes, now);
     }
 
     fn fetch_state(&self, tp: &TopicIdPartition) -> Option<FollowerFetchState> {
@@ -924,18 +978,25 @@ async fn run_fetcher<L: FollowerLogs>(
     while !fetcher.stop.is_triggered() && !logs.shutdown_signal().is_triggered() {
         let seen = fetcher.changes.value();
         let now = Instant::now();
-        let request = fetcher.state.borrow_mut().build_request(
+        // The follower throttle holds back throttled replicas while it is over its rate.
+        let throttle_exceeded = logs.follower_throttle_exceeded(now);
+        let request = fetcher.state.borrow_mut().build_request_throttled(
             now,
             fetcher.broker_epoch.get(),
             follower_state,
+            |tp| throttle_exceeded && logs.follower_throttled(tp),
         );
         let Some(request) = request else {
             // Nothing due: wait for new partitions, the next backoff's end, or the stop. With
             // nothing delayed either, partitions wait for their role (the next image).
             let until = fetcher.state.borrow().next_wakeup();
-            let wait = until
+            let mut wait = until
                 .map(|u| u.saturating_duration_since(now))
                 .unwrap_or(config.backoff.max(Duration::from_millis(100)));
+            if throttle_exceeded {
+                // Throttled partitions may be held back: look again as the bucket refills.
+                wait = wait.min(THROTTLE_RECHECK);
+            }
             unless_stopped(stop(), async {
                 futures_lite::future::or(fetcher.changes.wait_beyond(seen), async {
                     glommio::timer::sleep(wait).await;
@@ -1014,7 +1075,13 @@ async fn run_fetcher<L: FollowerLogs>(
         }
         let mut out_of_range = Vec::new();
         let mut local = Vec::with_capacity(actions.len());
+        let now = Instant::now();
         for action in actions {
+            if let PartitionAction::Append { tp, records, .. } = &action {
+                if !records.is_empty() && logs.follower_throttled(tp) {
+                    logs.record_follower_throttled(records.len(), now);
+                }
+            }
             match action {
                 PartitionAction::OutOfRange { .. } => out_of_range.push(action),
                 other => local.push(apply_local(&*logs, other)),

@@ -12,6 +12,8 @@ use sluice_config::BrokerConfig;
 use sluice_replica::ReplicaManager;
 use sluice_shard::{LocalSignal, MetadataImage, ShardId, ShardMesh};
 
+use crate::replication_throttle::ReplicationThrottles;
+
 /// Per-shard state with no dependency on the shard's components.
 pub struct ShardCore {
     /// This shard.
@@ -26,6 +28,8 @@ pub struct ShardCore {
     pub shutdown: LocalSignal,
     /// Set once the first metadata image is applied (partitions open).
     pub metadata_ready: LocalSignal,
+    /// This shard's replication throttle buckets (leader and follower side).
+    pub throttles: ReplicationThrottles,
     image: RefCell<Arc<MetadataImage>>,
 }
 
@@ -44,6 +48,7 @@ impl ShardCore {
             mesh,
             shutdown: LocalSignal::new(),
             metadata_ready: LocalSignal::new(),
+            throttles: ReplicationThrottles::default(),
             image: RefCell::new(Arc::new(MetadataImage::default())),
         }
     }

@@ -47,6 +47,10 @@ pub struct PartitionImage {
     pub eligible_leader_replicas: Vec<i32>,
     /// Last known ELR (KIP-966; as Kafka 4.4 keeps it: the last leader once the ISR emptied).
     pub last_known_elr: Vec<i32>,
+    /// Replicas a reassignment in progress adds (KIP-455); empty when none is.
+    pub adding_replicas: Vec<i32>,
+    /// Replicas a reassignment in progress removes once the added ones are in the ISR.
+    pub removing_replicas: Vec<i32>,
     /// The shard that owns it on the broker hosting it, chosen once at creation and recorded.
     /// Meaningful only for partitions whose `replicas` contain this broker.
     pub shard: ShardId,
@@ -133,12 +137,33 @@ pub struct MetadataImage {
     pub shard_table: ShardTable,
     /// Finalized feature levels above 0 (FeatureLevel records; `metadata.version` always).
     pub finalized_features: BTreeMap<String, i16>,
+    /// Dynamic broker configs by resource name: a broker id as text, or empty for the
+    /// cluster-wide default (KRaft's BROKER ConfigRecords).
+    pub broker_configs: BTreeMap<String, BTreeMap<String, String>>,
 }
 
 impl MetadataImage {
     /// Looks a topic up by name.
     pub fn topic(&self, name: &str) -> Option<&Arc<TopicImage>> {
         self.topics.get(name)
+    }
+
+    /// Broker `node_id`'s dynamic config `name`: its own value, else the cluster-wide default,
+    /// with whether it is the default (Kafka's DYNAMIC_BROKER_CONFIG or
+    /// DYNAMIC_DEFAULT_BROKER_CONFIG).
+    pub fn dynamic_broker_config(&self, node_id: i32, name: &str) -> Option<(&str, bool)> {
+        let own = self
+            .broker_configs
+            .get(&node_id.to_string())
+            .and_then(|c| c.get(name));
+        match own {
+            Some(value) => Some((value, false)),
+            None => self
+                .broker_configs
+                .get("")
+                .and_then(|c| c.get(name))
+                .map(|v| (v.as_str(), true)),
+        }
     }
 
     /// Looks a topic up by id.
@@ -248,6 +273,8 @@ mod tests {
                     isr: vec![*node],
                     eligible_leader_replicas: Vec::new(),
                     last_known_elr: Vec::new(),
+                    adding_replicas: Vec::new(),
+                    removing_replicas: Vec::new(),
                     shard: ShardId(*s),
                 })
                 .collect(),

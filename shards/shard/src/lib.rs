@@ -20,12 +20,18 @@ mod message;
 mod partition_work;
 mod producer_ids;
 mod quorum_work;
+mod reassignment;
 mod signal;
 mod stats;
 mod watch;
 
 pub use alter_partition::{AlterPartitionItem, AlterPartitionOutcome, AlterPartitionWork};
-pub use config_work::{AlterConfigsWork, ConfigChange, ConfigOp, TopicConfigChanges};
+pub use config_work::{
+    check_dynamic_broker_config, AlterBrokerConfigsWork, AlterConfigsWork, BrokerConfigChanges,
+    ConfigChange, ConfigOp, TopicConfigChanges, DYNAMIC_BROKER_CONFIGS,
+    DYNAMIC_BROKER_CONFIG_DEFAULT, FOLLOWER_REPLICATION_THROTTLED_RATE,
+    LEADER_REPLICATION_THROTTLED_RATE, REPLICA_ALTER_LOG_DIRS_IO_MAX_BYTES_PER_SECOND,
+};
 pub use elect_leaders::{
     ElectLeadersWork, ElectionOutcome, ElectionTopic, ELECTION_TYPE_PREFERRED,
     ELECTION_TYPE_UNCLEAN,
@@ -54,6 +60,10 @@ pub use quorum_work::{
     UpdateFeaturesWork, UpgradeType, ELIGIBLE_LEADER_REPLICAS_VERSION,
     ELIGIBLE_LEADER_REPLICAS_VERSION_LEVEL, METADATA_VERSION, METADATA_VERSION_LEVEL,
     SUPPORTED_FEATURES,
+};
+pub use reassignment::{
+    AlterReassignmentsWork, ListReassignmentsWork, OngoingReassignment, ReassignmentOutcome,
+    ReassignmentQuery, ReassignmentTarget, ReassignmentTopic,
 };
 pub use signal::LocalSignal;
 pub use stats::{GroupOffset, PartitionStats, ShardStats, TopicTraffic};

@@ -77,6 +77,12 @@ pub enum ControllerMessage {
     AlterPartition(crate::AlterPartitionWork),
     /// Elect preferred or unclean leaders (ElectLeaders).
     ElectLeaders(crate::ElectLeadersWork),
+    /// Start or cancel partition reassignments (AlterPartitionReassignments).
+    AlterPartitionReassignments(crate::AlterReassignmentsWork),
+    /// List partition reassignments in progress (ListPartitionReassignments).
+    ListPartitionReassignments(crate::ListReassignmentsWork),
+    /// Alter dynamic broker configs (the replication throttle rates).
+    AlterBrokerConfigs(crate::AlterBrokerConfigsWork),
 }
 
 /// A client connection moved between shards at a request boundary: nothing of it is in flight,

@@ -388,18 +388,31 @@ impl Log {
         Ok(())
     }
 
-    /// Removes the partition directory (DeleteTopics). The log refuses
-    /// appends from now on; open files are unlinked, not waited for.
+    /// Removes the partition directory (DeleteTopics, or a reassignment
+    /// that moved the replica away). The log refuses appends from now on;
+    /// open files are unlinked, not waited for. As Kafka's
+    /// `LogManager.asyncDelete`, the directory is first renamed to
+    /// `<name>.<unique>-delete` (made durable in its parent): a crash during
+    /// the removal leaves a directory [`remove_deleted_dirs`] removes at the
+    /// next start, never a partial partition directory that would be loaded
+    /// again.
     pub async fn delete(&self) -> Result<(), LogError> {
         self.set_stopped(Status::Deleted);
         self.state.borrow_mut().tail_cache.clear();
         // No checkpoint write may recreate files while the tree goes away.
         let _permit = self.checkpoint_permit().await?;
         let dir = self.dir.clone();
-        // Removing a directory tree is metadata work, not file I/O; glommio
-        // has no rmdir, so it runs on glommio's blocking pool.
+        let doomed = deletion_dir(&dir);
+        // Renames and removing a directory tree are metadata work, not file
+        // I/O; glommio has neither, so they run on glommio's blocking pool.
         glommio::executor()
-            .spawn_blocking(move || std::fs::remove_dir_all(dir))
+            .spawn_blocking(move || {
+                std::fs::rename(&dir, &doomed)?;
+                if let Some(parent) = dir.parent() {
+                    std::fs::File::open(parent)?.sync_all()?;
+                }
+                std::fs::remove_dir_all(&doomed)
+            })
             .await
             .map_err(|e| LogError::io(&self.dir, e))
     }
@@ -450,4 +463,40 @@ fn readable_size(st: &LogState, segment: &LogSegment) -> u64 {
     } else {
         0
     }
+}
+
+/// The suffix of a partition directory being deleted (Kafka's `-delete`).
+pub const DELETE_DIR_SUFFIX: &str = "-delete";
+
+/// Where `dir` goes while it is removed: `<name>.<unique>-delete` beside it,
+/// unique so that a partition deleted twice (moved away, back, and away again
+/// before the first removal ended) never collides.
+fn deletion_dir(dir: &Path) -> PathBuf {
+    let unique = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    let name = dir
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    dir.with_file_name(format!("{name}.{unique:x}{DELETE_DIR_SUFFIX}"))
+}
+
+/// Removes the partition directories under `root` whose deletion a crash
+/// interrupted (named `...-delete`); returns how many. Run at start, before
+/// any partition is opened.
+pub fn remove_deleted_dirs(root: &Path) -> std::io::Result<usize> {
+    let mut removed = 0;
+    for entry in std::fs::read_dir(root)? {
+        let entry = entry?;
+        let doomed = entry
+            .file_name()
+            .to_str()
+            .is_some_and(|n| n.ends_with(DELETE_DIR_SUFFIX));
+        if doomed && entry.file_type()?.is_dir() {
+            std::fs::remove_dir_all(entry.path())?;
+            removed += 1;
+        }
+    }
+    Ok(removed)
 }

@@ -12,12 +12,13 @@ use sluice_protocol::messages::{
     metadata as md, produce,
 };
 use sluice_protocol::messages::{
+    alter_partition_reassignments as apr, describe_quorum as dq, elect_leaders as el,
+    list_partition_reassignments as lpr, update_features as uf,
+};
+use sluice_protocol::messages::{
     delete_groups as dg, describe_groups as dgr, find_coordinator as fc, heartbeat as hb,
     join_group as jg, leave_group as lg, list_groups as lgr, offset_commit as oc,
     offset_delete as od, offset_fetch as of, sync_group as sg,
-};
-use sluice_protocol::messages::{
-    describe_quorum as dq, elect_leaders as el, update_features as uf,
 };
 use sluice_protocol::{ApiKey, RecordBatchBuilder, RequestBody, ResponseBody, Uuid, SUPPORTED};
 
@@ -81,6 +82,12 @@ pub fn request(key: ApiKey, v: i16) -> RequestBody {
         ApiKey::DescribeQuorum => RequestBody::DescribeQuorum(describe_quorum_request(v)),
         ApiKey::UpdateFeatures => RequestBody::UpdateFeatures(update_features_request(v)),
         ApiKey::ElectLeaders => RequestBody::ElectLeaders(elect_leaders_request(v)),
+        ApiKey::AlterPartitionReassignments => {
+            RequestBody::AlterPartitionReassignments(alter_partition_reassignments_request(v))
+        }
+        ApiKey::ListPartitionReassignments => {
+            RequestBody::ListPartitionReassignments(list_partition_reassignments_request())
+        }
         other => panic!("no sample for {other:?}"),
     }
 }
@@ -126,6 +133,12 @@ pub fn response(key: ApiKey, v: i16) -> ResponseBody {
         ApiKey::DescribeQuorum => ResponseBody::DescribeQuorum(describe_quorum_response(v)),
         ApiKey::UpdateFeatures => ResponseBody::UpdateFeatures(update_features_response(v)),
         ApiKey::ElectLeaders => ResponseBody::ElectLeaders(elect_leaders_response(v)),
+        ApiKey::AlterPartitionReassignments => {
+            ResponseBody::AlterPartitionReassignments(alter_partition_reassignments_response(v))
+        }
+        ApiKey::ListPartitionReassignments => {
+            ResponseBody::ListPartitionReassignments(list_partition_reassignments_response())
+        }
         other => panic!("no sample for {other:?}"),
     }
 }
@@ -1464,6 +1477,78 @@ fn elect_leaders_response(v: i16) -> el::ElectLeadersResponse {
                     error_message: Some("Leader election not needed for topic partition.".into()),
                 },
             ],
+        }],
+    }
+}
+
+fn alter_partition_reassignments_request(v: i16) -> apr::AlterPartitionReassignmentsRequest {
+    apr::AlterPartitionReassignmentsRequest {
+        timeout_ms: 30_000,
+        // v0 has no flag: a replica count may always change.
+        allow_replication_factor_change: v < 1,
+        topics: vec![apr::ReassignableTopic {
+            name: "orders".into(),
+            partitions: vec![
+                apr::ReassignablePartition {
+                    partition_index: 0,
+                    replicas: Some(vec![2, 3]),
+                },
+                apr::ReassignablePartition {
+                    partition_index: 1,
+                    replicas: None,
+                },
+            ],
+        }],
+    }
+}
+
+fn alter_partition_reassignments_response(v: i16) -> apr::AlterPartitionReassignmentsResponse {
+    apr::AlterPartitionReassignmentsResponse {
+        throttle_time_ms: 2,
+        allow_replication_factor_change: v < 1,
+        error_code: 0,
+        error_message: None,
+        responses: vec![apr::ReassignableTopicResponse {
+            name: "orders".into(),
+            partitions: vec![
+                apr::ReassignablePartitionResponse {
+                    partition_index: 0,
+                    error_code: 0,
+                    error_message: None,
+                },
+                apr::ReassignablePartitionResponse {
+                    partition_index: 1,
+                    error_code: 85,
+                    error_message: Some("No ongoing reassignment.".into()),
+                },
+            ],
+        }],
+    }
+}
+
+fn list_partition_reassignments_request() -> lpr::ListPartitionReassignmentsRequest {
+    lpr::ListPartitionReassignmentsRequest {
+        timeout_ms: 30_000,
+        topics: Some(vec![lpr::ListPartitionReassignmentsTopic {
+            name: "orders".into(),
+            partition_indexes: vec![0, 4],
+        }]),
+    }
+}
+
+fn list_partition_reassignments_response() -> lpr::ListPartitionReassignmentsResponse {
+    lpr::ListPartitionReassignmentsResponse {
+        throttle_time_ms: 0,
+        error_code: 0,
+        error_message: None,
+        topics: vec![lpr::OngoingTopicReassignment {
+            name: "orders".into(),
+            partitions: vec![lpr::OngoingPartitionReassignment {
+                partition_index: 0,
+                replicas: vec![2, 3, 1],
+                adding_replicas: vec![3],
+                removing_replicas: vec![1],
+            }],
         }],
     }
 }

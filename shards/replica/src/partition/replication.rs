@@ -156,6 +156,16 @@ impl Partition {
         Ok(true)
     }
 
+    /// Whether this broker leads the partition and `replica_id` is in its committed ISR
+    /// (the replication throttle leaves in-sync replicas alone, as Kafka's
+    /// `shouldLeaderThrottle`).
+    pub fn is_in_sync_replica(&self, replica_id: BrokerId) -> bool {
+        match &*self.role.borrow() {
+            Role::Leader(state) => state.isr().contains(&replica_id),
+            _ => false,
+        }
+    }
+
     /// Follows `leader_id` (-1: no leader yet) in `leader_epoch` (Kafka's `makeFollower`).
     /// Returns whether the leader or epoch changed (the fetcher restarts from the log end,
     /// and truncates if the new leader answers a diverging epoch).

@@ -225,6 +225,22 @@ impl LeaderState {
         self.partition_epoch = registration.partition_epoch;
         self.isr = registration.isr.iter().copied().collect();
         self.pending = None;
+        if registration.replicas != self.replicas {
+            // A reassignment added or removed replicas in this epoch (KIP-455): an added one
+            // starts with no fetch state and out of the ISR (it never holds the high watermark
+            // back until it joins), a removed one is forgotten.
+            self.replicas = registration.replicas.clone();
+            let local = self.local_broker_id;
+            self.remote
+                .retain(|id, _| registration.replicas.contains(id));
+            for &id in &registration.replicas {
+                if id != local {
+                    self.remote
+                        .entry(id)
+                        .or_insert_with(|| ReplicaState::reset(0));
+                }
+            }
+        }
         self.maybe_increment_leader_hw(leader_log_end_offset, now_ms)
     }
 

@@ -9,7 +9,9 @@ use sluice_protocol::messages::alter_configs::{
     AlterConfigsRequest, AlterConfigsResource, AlterConfigsResourceResponse, AlterConfigsResponse,
 };
 use sluice_protocol::messages::describe_configs::{RESOURCE_BROKER, RESOURCE_TOPIC};
-use sluice_shard::{ConfigChange, ConfigOp, MetadataError, TopicConfigChanges};
+use sluice_shard::{
+    BrokerConfigChanges, ConfigChange, ConfigOp, MetadataError, TopicConfigChanges,
+};
 
 use super::describe_configs::check_broker_name;
 use crate::context::ShardContext;
@@ -84,7 +86,8 @@ pub async fn alter(
         *seen.entry((r.resource_type, &r.resource_name)).or_default() += 1;
     }
     let mut topics = Vec::new();
-    let mut plan: Vec<Result<Option<usize>, MetadataError>> = Vec::with_capacity(resources.len());
+    let mut brokers = Vec::new();
+    let mut plan: Vec<Result<Slot, MetadataError>> = Vec::with_capacity(resources.len());
     for r in &resources {
         if seen[&(r.resource_type, r.resource_name.as_str())] > 1 {
             plan.push(Err(MetadataError::InvalidRequest(format!(
@@ -107,9 +110,16 @@ pub async fn alter(
                     changes: changes.clone(),
                     replace_all,
                 });
-                Ok(Some(topics.len() - 1))
+                Ok(Slot::Topic(topics.len() - 1))
             }
-            RESOURCE_BROKER => check_broker_change(ctx, &r.resource_name, changes).map(|()| None),
+            RESOURCE_BROKER => check_broker_change(ctx, &r.resource_name, changes).map(|()| {
+                brokers.push(BrokerConfigChanges {
+                    resource_name: r.resource_name.clone(),
+                    changes: changes.clone(),
+                    replace_all,
+                });
+                Slot::Broker(brokers.len() - 1)
+            }),
             other => Err(MetadataError::InvalidRequest(format!(
                 "Unsupported resource type {other}"
             ))),
@@ -120,13 +130,18 @@ pub async fn alter(
     } else {
         controller_client::alter_configs(&ctx.mesh, topics, validate_only).await
     };
+    let broker_results = if brokers.is_empty() {
+        Vec::new()
+    } else {
+        controller_client::alter_broker_configs(&ctx.mesh, brokers, validate_only).await
+    };
     resources
         .iter()
         .zip(plan)
         .map(|(r, slot)| {
             let outcome = match slot {
-                Ok(None) => Ok(()),
-                Ok(Some(i)) => results[i].clone(),
+                Ok(Slot::Broker(i)) => broker_results[i].clone(),
+                Ok(Slot::Topic(i)) => results[i].clone(),
                 Err(error) => Err(error),
             };
             let (error_code, error_message) = match outcome {
@@ -143,22 +158,22 @@ pub async fn alter(
         .collect()
 }
 
-/// Sluice has no dynamic broker configs: any change to one is refused the way Kafka refuses a
-/// config that cannot be updated dynamically. An empty change set is accepted.
+/// Where a resource's result comes from: the topic or broker changes sent to the controller.
+enum Slot {
+    Topic(usize),
+    Broker(usize),
+}
+
+/// A broker resource must name this broker (or be the cluster-wide default, empty). An empty
+/// change set is accepted; the controller checks the names and values (only the replication
+/// throttle rates change at run time).
 fn check_broker_change(
     ctx: &ShardContext,
     name: &str,
-    changes: &[ConfigChange],
+    _changes: &[ConfigChange],
 ) -> Result<(), MetadataError> {
     if !name.is_empty() {
         check_broker_name(ctx, name)?;
     }
-    if changes.is_empty() {
-        return Ok(());
-    }
-    let names: Vec<&str> = changes.iter().map(|c| c.name.as_str()).collect();
-    Err(MetadataError::InvalidRequest(format!(
-        "Invalid config value for resource ConfigResource(type=BROKER, name='{name}'): Cannot update these configs dynamically: Set({})",
-        names.join(", ")
-    )))
+    Ok(())
 }

@@ -8,7 +8,9 @@ use sluice_protocol::messages::describe_configs::{
     DescribeConfigsResourceResult, DescribeConfigsResponse, DescribeConfigsResult,
     DescribeConfigsSynonym,
 };
-use sluice_shard::{MetadataError, TopicImage};
+use sluice_shard::{
+    MetadataError, TopicImage, DYNAMIC_BROKER_CONFIGS, DYNAMIC_BROKER_CONFIG_DEFAULT,
+};
 
 use crate::context::ShardContext;
 use crate::error::metadata_error_code;
@@ -120,18 +122,51 @@ pub fn topic_configs(
         .collect()
 }
 
-/// The broker's static configuration, read-only (Sluice changes no broker setting at run
-/// time). The empty name is the cluster-wide dynamic default, which has no entries.
+/// The broker's static configuration, read-only, then its dynamic configs (the replication
+/// throttle rates: set for this broker, else for the cluster, else Kafka's default). The empty
+/// name is the cluster-wide dynamic default: the dynamic configs set there.
 fn broker_configs(
     ctx: &ShardContext,
     resource: &DescribeConfigsResource,
     request: &DescribeConfigsRequest,
 ) -> Result<Vec<DescribeConfigsResourceResult>, MetadataError> {
+    let image = ctx.image();
+    let entry = |name: &str, value: String, read_only, source, config_type: i8, doc: &str| {
+        DescribeConfigsResourceResult {
+            name: name.to_string(),
+            value: Some(value.clone()),
+            read_only,
+            config_source: source,
+            is_sensitive: false,
+            synonyms: if request.include_synonyms {
+                vec![DescribeConfigsSynonym {
+                    name: name.to_string(),
+                    value: Some(value),
+                    source,
+                }]
+            } else {
+                Vec::new()
+            },
+            config_type,
+            documentation: request.include_documentation.then(|| doc.to_string()),
+        }
+    };
+    // Kafka's ConfigDef type LONG.
+    let long = sluice_config::topic::ConfigType::Long.wire();
+    let doc = "The replication throttle rate in bytes/s (Kafka's dynamic broker config).";
     if resource.resource_name.is_empty() {
-        return Ok(Vec::new());
+        return Ok(DYNAMIC_BROKER_CONFIGS
+            .iter()
+            .filter(|name| wanted(resource, name))
+            .filter_map(|name| {
+                let value = image.broker_configs.get("")?.get(*name)?;
+                let source = config_source::DYNAMIC_DEFAULT_BROKER_CONFIG;
+                Some(entry(name, value.clone(), false, source, long, doc))
+            })
+            .collect());
     }
     check_broker_name(ctx, &resource.resource_name)?;
-    Ok(ctx
+    let mut described: Vec<DescribeConfigsResourceResult> = ctx
         .config
         .described_settings()
         .into_iter()
@@ -142,26 +177,39 @@ fn broker_configs(
             } else {
                 config_source::STATIC_BROKER_CONFIG
             };
-            DescribeConfigsResourceResult {
-                name: s.name.to_string(),
-                value: s.value.clone(),
-                read_only: true,
-                config_source: source,
-                is_sensitive: false,
-                synonyms: if request.include_synonyms {
-                    vec![DescribeConfigsSynonym {
-                        name: s.name.to_string(),
-                        value: s.value,
-                        source,
-                    }]
-                } else {
-                    Vec::new()
-                },
-                config_type: s.config_type.wire(),
-                documentation: request.include_documentation.then(|| s.doc.to_string()),
+            let mut e = entry(
+                s.name,
+                String::new(),
+                true,
+                source,
+                s.config_type.wire(),
+                s.doc,
+            );
+            e.value = s.value.clone();
+            if let Some(synonym) = e.synonyms.first_mut() {
+                synonym.value = s.value;
             }
+            e
         })
-        .collect())
+        .collect();
+    for name in DYNAMIC_BROKER_CONFIGS
+        .iter()
+        .filter(|name| wanted(resource, name))
+    {
+        let (value, source) = match image.dynamic_broker_config(ctx.config.node_id, name) {
+            Some((value, false)) => (value.to_string(), config_source::DYNAMIC_BROKER_CONFIG),
+            Some((value, true)) => (
+                value.to_string(),
+                config_source::DYNAMIC_DEFAULT_BROKER_CONFIG,
+            ),
+            None => (
+                DYNAMIC_BROKER_CONFIG_DEFAULT.to_string(),
+                config_source::DEFAULT_CONFIG,
+            ),
+        };
+        described.push(entry(name, value, false, source, long, doc));
+    }
+    Ok(described)
 }
 
 /// A broker resource must name this broker (Kafka: "Unexpected broker id").

@@ -293,6 +293,8 @@ mod tests {
                         isr: vec![1, 2],
                         eligible_leader_replicas: Vec::new(),
                         last_known_elr: Vec::new(),
+                        adding_replicas: Vec::new(),
+                        removing_replicas: Vec::new(),
                         shard: ShardId(0),
                     })
                     .collect(),

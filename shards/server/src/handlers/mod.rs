@@ -32,6 +32,7 @@ pub mod metadata;
 pub mod offset_commit;
 pub mod offset_delete;
 pub mod offset_fetch;
+pub mod partition_reassignments;
 pub mod produce;
 pub mod sync_group;
 pub mod unsupported;

@@ -105,6 +105,8 @@ fn topic(name: &str, id: u128, leaders: &[i32]) -> TopicImage {
                 isr: vec![1],
                 eligible_leader_replicas: Vec::new(),
                 last_known_elr: Vec::new(),
+                adding_replicas: Vec::new(),
+                removing_replicas: Vec::new(),
                 shard: ShardId(0),
             })
             .collect(),

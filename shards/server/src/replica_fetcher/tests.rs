@@ -581,6 +581,8 @@ fn partition_image(partition: i32, leader: i32, shard: u16) -> sluice_shard::Par
         isr: vec![1, 2, 3],
         eligible_leader_replicas: Vec::new(),
         last_known_elr: Vec::new(),
+        adding_replicas: Vec::new(),
+        removing_replicas: Vec::new(),
         shard: sluice_shard::ShardId(shard),
     }
 }
