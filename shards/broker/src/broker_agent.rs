@@ -315,21 +315,17 @@ impl BrokerAgent {
                     updates: work.updates,
                     validate_only: work.validate_only,
                 };
-                let result = match self.forward(&request).await {
-                    Ok(ControllerResponse::UpdateFeatures {
-                        result,
-                        metadata_offset,
-                    }) => {
-                        // Answer once this broker's image shows the new levels, as Kafka's
-                        // describe right after an upgrade does.
-                        if result.is_ok() && metadata_offset > 0 {
-                            self.wait_applied(metadata_offset).await;
-                        }
-                        result
-                    }
-                    Ok(_) => Err(MetadataError::ControllerNotAvailable),
-                    Err(error) => Err(error),
-                };
+                // Answered once this broker's image shows the new levels, as Kafka's describe
+                // right after an upgrade does.
+                let result = self
+                    .forward_applied(&request, |response| match response {
+                        ControllerResponse::UpdateFeatures {
+                            result,
+                            metadata_offset,
+                        } => Some((result, metadata_offset)),
+                        _ => None,
+                    })
+                    .await;
                 let _ = work.reply.send(result);
             }
             ControllerMessage::AlterPartition(work) => {
@@ -353,21 +349,17 @@ impl BrokerAgent {
                     election_type: work.election_type,
                     topics: work.topics,
                 };
-                let result = match self.forward(&request).await {
-                    Ok(ControllerResponse::ElectLeaders {
-                        result,
-                        metadata_offset,
-                    }) => {
-                        // Answer once this broker's image has the new leaders, so that a
-                        // client describing the topic right after sees them.
-                        if result.is_ok() && metadata_offset > 0 {
-                            self.wait_applied(metadata_offset).await;
-                        }
-                        result
-                    }
-                    Ok(_) => Err(MetadataError::ControllerNotAvailable),
-                    Err(error) => Err(error),
-                };
+                // Answered once this broker's image has the new leaders, so that a client
+                // describing the topic right after sees them.
+                let result = self
+                    .forward_applied(&request, |response| match response {
+                        ControllerResponse::ElectLeaders {
+                            result,
+                            metadata_offset,
+                        } => Some((result, metadata_offset)),
+                        _ => None,
+                    })
+                    .await;
                 let _ = work.reply.send(result);
             }
             ControllerMessage::AlterPartitionReassignments(work) => {
@@ -375,21 +367,17 @@ impl BrokerAgent {
                     topics: work.topics,
                     allow_replication_factor_change: work.allow_replication_factor_change,
                 };
-                let result = match self.forward(&request).await {
-                    Ok(ControllerResponse::AlterPartitionReassignments {
-                        result,
-                        metadata_offset,
-                    }) => {
-                        // Answer once this broker's image has the new replicas, so that a
-                        // ListPartitionReassignments or a describe right after sees them.
-                        if result.is_ok() && metadata_offset > 0 {
-                            self.wait_applied(metadata_offset).await;
-                        }
-                        result
-                    }
-                    Ok(_) => Err(MetadataError::ControllerNotAvailable),
-                    Err(error) => Err(error),
-                };
+                // Answered once this broker's image has the new replicas, so that a
+                // ListPartitionReassignments or a describe right after sees them.
+                let result = self
+                    .forward_applied(&request, |response| match response {
+                        ControllerResponse::AlterPartitionReassignments {
+                            result,
+                            metadata_offset,
+                        } => Some((result, metadata_offset)),
+                        _ => None,
+                    })
+                    .await;
                 let _ = work.reply.send(result);
             }
             ControllerMessage::AlterBrokerConfigs(work) => {
@@ -455,6 +443,22 @@ impl BrokerAgent {
             Err(error) => failed_all(error, count),
         }
     }
+    /// Forwards a change with one result; when it succeeded, waits until this broker's image
+    /// includes the entry that made it (`metadata_offset`, 0 when nothing was written).
+    async fn forward_applied<T>(
+        &self,
+        request: &ControllerRequest,
+        result_of: impl FnOnce(ControllerResponse) -> Option<(Result<T, MetadataError>, u64)>,
+    ) -> Result<T, MetadataError> {
+        let response = self.forward(request).await?;
+        let (result, metadata_offset) =
+            result_of(response).ok_or(MetadataError::ControllerNotAvailable)?;
+        if result.is_ok() && metadata_offset > 0 {
+            self.wait_applied(metadata_offset).await;
+        }
+        result
+    }
+
     /// Waits (bounded) until this broker's image includes `offset`, so that a client told
     /// "created" finds the topic here at once.
     async fn wait_applied(&self, offset: u64) {

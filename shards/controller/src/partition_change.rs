@@ -465,53 +465,42 @@ pub fn alter_partition(
         return refused(ErrorCode::INELIGIBLE_REPLICA);
     }
     let reassignment = ReassignmentReplicas::of(p);
-    if reassignment.in_progress() {
+    let record = if reassignment.in_progress() {
         // The ISR change may complete the reassignment (PartitionChangeBuilder's
         // `completeReassignmentIfNeeded`): then the replicas, the ISR and maybe the leader
         // change in the same record. Completion never needs an unclean election: it waits for
         // an ISR that keeps a member.
-        let Some(record) = assignment_change(state, topic, p, reassignment, isr, false) else {
-            return Ok((current(ErrorCode::NONE), None));
-        };
-        let MetadataRecord::PartitionAssignmentChange {
+        assignment_change(state, topic, p, reassignment, isr, false)
+    } else {
+        // The same builder as every other change: with ELR on, members leaving an ISR below
+        // min ISR become eligible leaders, and an ISR back at min ISR clears the ELR.
+        let usable = |id: i32| unfenced(state, id);
+        Change::new(state, topic, p, isr, defaults).build(&usable)
+    };
+    let Some(record) = record else {
+        return Ok((current(ErrorCode::NONE), None));
+    };
+    let (leader, leader_epoch, isr) = match &record {
+        MetadataRecord::PartitionChange {
             leader,
             leader_epoch,
             isr,
             ..
-        } = &record
-        else {
-            unreachable!("assignment_change makes PartitionAssignmentChange records");
-        };
-        let outcome = AlterPartitionOutcome {
-            error: ErrorCode::NONE,
-            leader_id: *leader,
-            leader_epoch: *leader_epoch,
-            partition_epoch: p.partition_epoch + 1,
-            isr: isr.clone(),
-        };
-        return Ok((outcome, Some(record)));
-    }
-    // The same builder as every other change: with ELR on, members leaving an ISR below min
-    // ISR become eligible leaders, and an ISR back at min ISR clears the ELR.
-    let usable = |id: i32| unfenced(state, id);
-    let Some(record) = Change::new(state, topic, p, isr, defaults).build(&usable) else {
-        return Ok((current(ErrorCode::NONE), None));
-    };
-    let MetadataRecord::PartitionChange {
-        leader,
-        leader_epoch,
-        isr,
-        ..
-    } = &record
-    else {
-        return Ok((current(ErrorCode::NONE), None));
+        }
+        | MetadataRecord::PartitionAssignmentChange {
+            leader,
+            leader_epoch,
+            isr,
+            ..
+        } => (*leader, *leader_epoch, isr.clone()),
+        _ => return Ok((current(ErrorCode::NONE), None)),
     };
     let outcome = AlterPartitionOutcome {
         error: ErrorCode::NONE,
-        leader_id: *leader,
-        leader_epoch: *leader_epoch,
+        leader_id: leader,
+        leader_epoch,
         partition_epoch: p.partition_epoch + 1,
-        isr: isr.clone(),
+        isr,
     };
     Ok((outcome, Some(record)))
 }
