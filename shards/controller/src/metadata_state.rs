@@ -169,32 +169,22 @@ impl MetadataState {
                 eligible_leader_replicas,
                 last_known_elr,
             } => {
-                let Some(topic) = self.touch(topic_id, touched) else {
-                    warn!(%topic_id, "partition change for an unknown topic; skipped");
+                let Some(p) = self.changed_partition(topic_id, partition, touched) else {
                     return false;
                 };
-                match topic
-                    .partitions
-                    .iter_mut()
-                    .find(|p| p.partition == partition)
-                {
-                    Some(p) => {
-                        p.leader = leader;
-                        p.leader_epoch = leader_epoch;
-                        p.isr = isr;
-                        // Absent means unchanged (Kafka's nullable tagged fields).
-                        if let Some(elr) = eligible_leader_replicas {
-                            p.eligible_leader_replicas = elr;
-                        }
-                        if let Some(last_known_elr) = last_known_elr {
-                            p.last_known_elr = last_known_elr;
-                        }
-                        // As KRaft's PartitionRegistration.merge: every change is a new
-                        // version, which an AlterPartition must name.
-                        p.partition_epoch += 1;
-                    }
-                    None => warn!(%topic_id, partition, "change of an unknown partition; skipped"),
+                p.leader = leader;
+                p.leader_epoch = leader_epoch;
+                p.isr = isr;
+                // Absent means unchanged (Kafka's nullable tagged fields).
+                if let Some(elr) = eligible_leader_replicas {
+                    p.eligible_leader_replicas = elr;
                 }
+                if let Some(last_known_elr) = last_known_elr {
+                    p.last_known_elr = last_known_elr;
+                }
+                // As KRaft's PartitionRegistration.merge: every change is a new version, which
+                // an AlterPartition must name.
+                p.partition_epoch += 1;
             }
             MetadataRecord::PartitionAssignmentChange {
                 topic_id,
@@ -215,27 +205,17 @@ impl MetadataState {
                     self.forget_local_partition(topic_id, partition);
                     ShardId(0)
                 };
-                let Some(topic) = self.touch(topic_id, touched) else {
-                    warn!(%topic_id, "partition change for an unknown topic; skipped");
+                let Some(p) = self.changed_partition(topic_id, partition, touched) else {
                     return false;
                 };
-                match topic
-                    .partitions
-                    .iter_mut()
-                    .find(|p| p.partition == partition)
-                {
-                    Some(p) => {
-                        p.leader = leader;
-                        p.leader_epoch = leader_epoch;
-                        p.isr = isr;
-                        p.replicas = replicas;
-                        p.adding_replicas = adding_replicas;
-                        p.removing_replicas = removing_replicas;
-                        p.shard = shard;
-                        p.partition_epoch += 1;
-                    }
-                    None => warn!(%topic_id, partition, "change of an unknown partition; skipped"),
-                }
+                p.leader = leader;
+                p.leader_epoch = leader_epoch;
+                p.isr = isr;
+                p.replicas = replicas;
+                p.adding_replicas = adding_replicas;
+                p.removing_replicas = removing_replicas;
+                p.shard = shard;
+                p.partition_epoch += 1;
             }
             MetadataRecord::Config {
                 topic_id,
@@ -395,6 +375,28 @@ impl MetadataState {
             }
             keep
         });
+    }
+
+    /// The partition a change record names, in the copy of its topic being changed; an
+    /// unknown topic or partition is logged and the record skipped.
+    fn changed_partition<'a>(
+        &self,
+        topic_id: Uuid,
+        partition: i32,
+        touched: &'a mut BTreeMap<Uuid, TopicImage>,
+    ) -> Option<&'a mut PartitionImage> {
+        let Some(topic) = self.touch(topic_id, touched) else {
+            warn!(%topic_id, "partition change for an unknown topic; skipped");
+            return None;
+        };
+        let found = topic
+            .partitions
+            .iter_mut()
+            .find(|p| p.partition == partition);
+        if found.is_none() {
+            warn!(%topic_id, partition, "change of an unknown partition; skipped");
+        }
+        found
     }
 
     fn touch<'a>(
