@@ -7,6 +7,12 @@
 //! several times, interleaved, and writes the table. Appends are unaligned (131,000 bytes by
 //! default, like real record batches), so the O_DIRECT writer pays what a log pays: it rewrites
 //! the partial last block of every append.
+//!
+//! `log-append` and `log-read` run the same loads through Sluice's own `sluice_log::Log` (each
+//! file a partition directory, appends of 1 KiB-record v2 batches, tail cache off so reads come
+//! from the files) and also report the bytes the log copied per byte appended or read, counted
+//! by `sluice_log::io_copies`: user-space copies and the kernel's, so a change in either path
+//! shows up as a number.
 
 use std::cell::RefCell;
 use std::error::Error;
@@ -18,12 +24,15 @@ use std::time::{Duration, Instant};
 
 use glommio::io::{BufferedFile, DmaFile};
 use glommio::{LocalExecutorBuilder, Placement};
+use sluice_log::{io_copies, Log, LogConfig};
+use sluice_protocol::record_batch::{RecordBatchBuilder, RecordBatches};
 
 type Result<T> = std::result::Result<T, Box<dyn Error>>;
 
 const USAGE: &str = "usage: sluice-iopath --dir DIR --mode MODE [--total-mib N] [--append-bytes N] [--files N] [--read-kib N] [--drop-caches]
 modes: write-uring-buffered  write-pwrite  write-pwrite-nowait  write-direct
        read-uring-buffered  read-pread  read-pread-nowait  read-direct
+       log-append  log-read   (through sluice_log::Log; --files is the partition count)
 A read mode reads the files the last write mode left in DIR.";
 
 #[derive(Clone, Copy, PartialEq, Debug)]
@@ -36,6 +45,8 @@ enum Mode {
     ReadPread,
     ReadPreadNowait,
     ReadDirect,
+    LogAppend,
+    LogRead,
 }
 
 impl Mode {
@@ -49,6 +60,8 @@ impl Mode {
             "read-pread" => Mode::ReadPread,
             "read-pread-nowait" => Mode::ReadPreadNowait,
             "read-direct" => Mode::ReadDirect,
+            "log-append" => Mode::LogAppend,
+            "log-read" => Mode::LogRead,
             _ => return None,
         })
     }
@@ -63,6 +76,8 @@ impl Mode {
             Mode::ReadPread => "read-pread",
             Mode::ReadPreadNowait => "read-pread-nowait",
             Mode::ReadDirect => "read-direct",
+            Mode::LogAppend => "log-append",
+            Mode::LogRead => "log-read",
         }
     }
 
@@ -73,6 +88,7 @@ impl Mode {
                 | Mode::WritePwrite
                 | Mode::WritePwriteNowait
                 | Mode::WriteDirect
+                | Mode::LogAppend
         )
     }
 }
@@ -189,6 +205,8 @@ struct Tally {
     latencies_us: Vec<u32>,
     /// `RWF_NOWAIT` operations the kernel refused because they would block (then done plainly).
     would_block_ops: u64,
+    /// What `sluice_log` counted (the log modes only).
+    copies: io_copies::Copies,
 }
 
 async fn write_uring_buffered(path: PathBuf, bytes: u64, src: Rc<Vec<u8>>) -> Result<Tally> {
@@ -423,6 +441,58 @@ async fn read_direct(path: PathBuf, chunk: usize) -> Result<Tally> {
     Ok(tally)
 }
 
+/// The record size of the log modes' batches, as the bench's producers send.
+const LOG_RECORD_BYTES: usize = 1024;
+
+fn log_config() -> LogConfig {
+    LogConfig {
+        segment_bytes: 1 << 30,
+        tail_cache_bytes: 0,
+        ..LogConfig::default()
+    }
+}
+
+/// Appends batches of 1 KiB records, about `append_bytes` each, to a fresh log until it holds
+/// `bytes`; the latency is one `Log::append` (written to the page cache).
+async fn log_append(dir: PathBuf, bytes: u64, append_bytes: usize) -> Result<Tally> {
+    let _ = std::fs::remove_dir_all(&dir);
+    let log = Log::open(dir, log_config()).await?;
+    let records = (append_bytes / (LOG_RECORD_BYTES + 20)).max(1);
+    let batch = RecordBatchBuilder::new(0)
+        .records(records, &pattern(LOG_RECORD_BYTES))
+        .build();
+    let mut tally = Tally::default();
+    let mut written = 0u64;
+    while written < bytes {
+        let started = Instant::now();
+        let info = log.append(&batch).await?;
+        tally.latencies_us.push(elapsed_us(started));
+        written += info.bytes as u64;
+    }
+    tally.device_bytes = written;
+    log.close().await?;
+    Ok(tally)
+}
+
+/// Reads the log `log-append` left, front to back, `chunk` bytes per `Log::read`.
+async fn log_read(dir: PathBuf, chunk: usize) -> Result<Tally> {
+    let log = Log::open(dir, log_config()).await?;
+    let mut tally = Tally::default();
+    let mut offset = log.log_start_offset();
+    while offset < log.log_end_offset() {
+        let started = Instant::now();
+        let data = log.read(offset, chunk, true, None).await?;
+        tally.latencies_us.push(elapsed_us(started));
+        let Some(last) = RecordBatches::new(data.records.clone()).last() else {
+            return Err(format!("no batch at offset {offset}").into());
+        };
+        offset = last?.0.last_offset() + 1;
+        tally.device_bytes += data.records.len() as u64;
+    }
+    log.close().await?;
+    Ok(tally)
+}
+
 fn elapsed_us(since: Instant) -> u32 {
     since.elapsed().as_micros().min(u32::MAX as u128) as u32
 }
@@ -446,6 +516,7 @@ fn run(args: &Args) -> Result<Tally> {
     let handle = LocalExecutorBuilder::new(Placement::Fixed(0))
         .name("iopath")
         .spawn(move || async move {
+            let copies_before = io_copies::snapshot();
             let src = Rc::new(pattern(append_bytes));
             let total = Rc::new(RefCell::new(Tally::default()));
             let mut tasks = Vec::with_capacity(files);
@@ -463,6 +534,8 @@ fn run(args: &Args) -> Result<Tally> {
                         Mode::ReadPread => read_pread(path, read_bytes),
                         Mode::ReadPreadNowait => read_pread_nowait(path, read_bytes),
                         Mode::ReadDirect => read_direct(path, read_bytes).await,
+                        Mode::LogAppend => log_append(path, per_file, append_bytes).await,
+                        Mode::LogRead => log_read(path, read_bytes).await,
                     }
                     .map_err(|e| e.to_string())?;
                     let mut total = total.borrow_mut();
@@ -475,7 +548,8 @@ fn run(args: &Args) -> Result<Tally> {
             for task in tasks {
                 task.await?;
             }
-            let tally = std::mem::take(&mut *total.borrow_mut());
+            let mut tally = std::mem::take(&mut *total.borrow_mut());
+            tally.copies = io_copies::snapshot().since(&copies_before);
             Ok::<Tally, String>(tally)
         })?;
     let tally = handle
@@ -488,15 +562,35 @@ fn run(args: &Args) -> Result<Tally> {
 fn logical_bytes(args: &Args) -> Result<u64> {
     let mut sum = 0;
     for index in 0..args.files {
-        sum += std::fs::metadata(file_path(&args.dir, index))?.len();
+        for path in data_files(args, index)? {
+            sum += std::fs::metadata(path)?.len();
+        }
     }
     Ok(sum)
+}
+
+/// The files holding file `index`'s data: itself, or a log directory's segments.
+fn data_files(args: &Args, index: usize) -> Result<Vec<PathBuf>> {
+    let path = file_path(&args.dir, index);
+    if !matches!(args.mode, Mode::LogAppend | Mode::LogRead) {
+        return Ok(vec![path]);
+    }
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(&path)? {
+        let entry = entry?.path();
+        if entry.extension().is_some_and(|e| e == "log") {
+            out.push(entry);
+        }
+    }
+    Ok(out)
 }
 
 /// Writeback of what the page cache still holds, so buffered modes pay for it here.
 fn sync_files(args: &Args) -> Result<()> {
     for index in 0..args.files {
-        std::fs::File::open(file_path(&args.dir, index))?.sync_data()?;
+        for path in data_files(args, index)? {
+            std::fs::File::open(path)?.sync_data()?;
+        }
     }
     Ok(())
 }
@@ -531,12 +625,14 @@ fn main() -> Result<()> {
     let bytes = logical_bytes(&args)?;
     let gib = bytes as f64 / (1u64 << 30) as f64;
     tally.latencies_us.sort_unstable();
+    let c = tally.copies;
     println!(
         "{{\"mode\":\"{}\",\"files\":{},\"append_bytes\":{},\"read_bytes\":{},\"drop_caches\":{},\
 \"bytes\":{},\"device_bytes\":{},\"phase_s\":{:.3},\"mb_per_s\":{:.1},\
 \"process_cpu_s_per_gib\":{:.3},\"machine_cpu_s_per_gib\":{:.3},\
 \"sync_s\":{:.3},\"process_cpu_s_per_gib_with_sync\":{:.3},\"machine_cpu_s_per_gib_with_sync\":{:.3},\
-\"op_p50_us\":{},\"op_p99_us\":{},\"op_max_us\":{},\"ops\":{},\"would_block_ops\":{}}}",
+\"op_p50_us\":{},\"op_p99_us\":{},\"op_max_us\":{},\"ops\":{},\"would_block_ops\":{},\
+\"user_copies_per_byte\":{:.3},\"kernel_copies_per_byte\":{:.3},\"uring_read_fraction\":{:.3}}}",
         args.mode.name(),
         args.files,
         args.append_bytes,
@@ -556,6 +652,9 @@ fn main() -> Result<()> {
         percentile(&tally.latencies_us, 1.0),
         tally.latencies_us.len(),
         tally.would_block_ops,
+        (c.append_user_copy_bytes + c.read_user_copy_bytes) as f64 / bytes.max(1) as f64,
+        (c.write_bytes + c.read_nowait_bytes + c.read_uring_bytes) as f64 / bytes.max(1) as f64,
+        c.read_uring_bytes as f64 / (c.read_nowait_bytes + c.read_uring_bytes).max(1) as f64,
     );
     Ok(())
 }

@@ -23,7 +23,8 @@ struct Reservation {
     /// The append rolled this segment and must create its file.
     creates_segment: bool,
     position: u64,
-    buf: Vec<u8>,
+    /// The patched batches: written from here and, refcounted, held by the tail cache.
+    buf: Bytes,
     /// Index entries this append added to `segment`.
     index_write: IndexWrite,
     /// When this append rolled: the previous segment and its final time
@@ -317,6 +318,7 @@ impl Log {
         let creates_segment = rolled_from.is_some();
         let position = segment.size.get();
         let mut buf = batches.to_vec();
+        crate::file_io::copies::add_append_copy(buf.len());
         let (index_write, epochs_changed) = self.patch_and_index(
             &mut buf,
             &segment,
@@ -328,12 +330,15 @@ impl Log {
         if epochs_changed {
             self.epoch_cache_changed();
         }
+        // The only user-space copy of the appended bytes (`to_vec` above): the tail cache
+        // shares this buffer, and `pwrite` reads from it.
+        let buf = Bytes::from(buf);
         segment.size.set(position + buf.len() as u64);
         segment.last_modified_ms.set(now_ms);
         st.log_end_offset = last_offset + 1;
         if st.tail_cache.limit() > 0 {
-            let cached = Bytes::copy_from_slice(&buf);
-            st.tail_cache.push(first_offset, last_offset + 1, cached);
+            st.tail_cache
+                .push(first_offset, last_offset + 1, buf.clone());
         }
         let seq = st.in_flight_front_seq + st.in_flight.len() as u64;
         st.in_flight.push_back(InFlight {
@@ -574,7 +579,7 @@ async fn write_reserved(log: Rc<Log>, r: Reservation) -> Result<(), LogError> {
             previous.final_index_pending.set(false);
         }
         let file = segment.file().await?;
-        write_all(&file, &segment.path, buf, position).await?;
+        write_all(&file, &segment.path, &buf, position).await?;
         segment.write_index(index_write).await
     }
     .await;
