@@ -13,7 +13,8 @@ each broker sent it: broker 5 (a follower) sent at least the records, broker 4 (
 even half of them. Broker 5 is then stopped (SIGSTOP) for 3 s while 3,000 more records are produced
 with acks=1, and the consumer reads those exactly once from broker 5 as it catches up. A consumer
 with client.rack = r1 (the leader's rack) and one with no rack read everything from the leader,
-fetching nothing from broker 5.
+fetching nothing from broker 5. Kafka's Java consumer with client.rack = r2 reads all 6,000 exactly
+once (the tool's `consume` checks), and its consumer-node-metrics show broker 5 sent them.
 """
 
 from __future__ import annotations
@@ -166,7 +167,7 @@ class _Consumer:
         self.c.close()
 
 
-def test_consumer_fetches_from_the_follower_in_its_rack(rack_cluster):
+def test_consumer_fetches_from_the_follower_in_its_rack(rack_cluster, java_tool, tmp_path):
     bootstrap = rack_cluster.bootstrap
     from kafka.admin import KafkaAdminClient, NewTopic
     admin = KafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=15000)
@@ -216,6 +217,18 @@ def test_consumer_fetches_from_the_follower_in_its_rack(rack_cluster):
               f"bytes per broker since {grew}")
     finally:
         consumer.close()
+
+    # Kafka's Java consumer (kafka-clients 4.4.0) with client.rack = r2: every record once, and its
+    # own per-node byte counts (consumer-node-metrics) show the follower sent them.
+    total = payload + more_payload
+    r = java_tool(["consume", "--bootstrap", bootstrap, "--topic", TOPIC, "--expect", str(FIRST + SECOND),
+                   "--client-rack", "r2", "--timeout-s", "120"], logdir=tmp_path)
+    node_bytes = {int(f[1]): int(f[2]) for f in (ln.split() for ln in r.stdout.splitlines())
+                  if len(f) == 3 and f[0] == "NODE_BYTES"}
+    assert node_bytes.get(FOLLOWER, 0) >= total and node_bytes.get(LEADER, 0) < total / 2, \
+        f"Java client.rack=r2: bytes per broker {node_bytes}, records {total}\n{r.stdout[-2000:]}"
+    print(f"[{harness.TARGET}] Java consumer, client.rack=r2: {FIRST + SECOND} records once; bytes per broker "
+          f"{node_bytes}")
 
     # The leader's rack, or no rack: everything from the leader, no fetch to the follower.
     for rack in ("r1", None):
