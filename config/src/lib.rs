@@ -76,6 +76,33 @@ pub enum ConfigError {
     },
 }
 
+/// A `replica.selector.class` Sluice implements (Kafka loads the class by name).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReplicaSelectorClass {
+    /// `org.apache.kafka.common.replica.RackAwareReplicaSelector`: a replica in the
+    /// consumer's rack (`client.rack`), the leader when it is there or none is.
+    RackAware,
+}
+
+impl ReplicaSelectorClass {
+    /// The Kafka class name that selects [`ReplicaSelectorClass::RackAware`].
+    pub const RACK_AWARE_NAME: &'static str =
+        "org.apache.kafka.common.replica.RackAwareReplicaSelector";
+
+    /// The class a `replica.selector.class` value names; Kafka fails at start on a class it
+    /// cannot load, so any other name is refused.
+    pub fn from_class_name(name: &str) -> Option<Self> {
+        (name == Self::RACK_AWARE_NAME).then_some(Self::RackAware)
+    }
+
+    /// The Kafka class name, as DescribeConfigs shows it.
+    pub fn class_name(self) -> &'static str {
+        match self {
+            Self::RackAware => Self::RACK_AWARE_NAME,
+        }
+    }
+}
+
 /// A role this process plays (`process.roles`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ProcessRole {
@@ -236,6 +263,9 @@ pub struct BrokerConfig {
     /// `replica.lag.time.max.ms`: a follower not caught up with the leader's end for this long
     /// leaves the ISR.
     pub replica_lag_time_max_ms: i64,
+    /// `replica.selector.class` (KIP-392): how a leader picks the replica a consumer should
+    /// fetch from; None (Kafka's default, null): always the leader.
+    pub replica_selector_class: Option<ReplicaSelectorClass>,
     /// `max.incremental.fetch.session.cache.slots`: fetch sessions (KIP-227) the broker keeps,
     /// split evenly among the data shards as Kafka splits them among its cache shards.
     pub max_incremental_fetch_session_cache_slots: i32,
@@ -426,6 +456,7 @@ impl BrokerConfig {
             replica_fetch_min_bytes: 1,
             replica_fetch_backoff_ms: 1_000,
             replica_lag_time_max_ms: 30_000,
+            replica_selector_class: None,
             num_replica_fetchers: 1,
             max_incremental_fetch_session_cache_slots: 1_000,
             sluice_min_incremental_fetch_session_eviction_ms: 120_000,

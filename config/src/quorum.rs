@@ -725,8 +725,13 @@ mod tests {
             &voters_line(),
             "listeners = \"PLAINTEXT://127.0.0.1:19092,CONTROLLER://127.0.0.1:19094\"",
             "broker.rack = \"r2\"",
+            "replica.selector.class = \"org.apache.kafka.common.replica.RackAwareReplicaSelector\"",
         ])
         .unwrap();
+        assert_eq!(
+            config.replica_selector_class,
+            Some(crate::ReplicaSelectorClass::RackAware)
+        );
         let described = config.described_settings();
         let value = |name: &str| {
             let s = described.iter().find(|s| s.name == name).unwrap();
@@ -738,6 +743,13 @@ mod tests {
         );
         assert_eq!(value("controller.quorum.voters").0.as_deref(), Some(VOTERS));
         assert_eq!(value("broker.rack"), (Some("r2".to_string()), false));
+        assert_eq!(
+            value("replica.selector.class"),
+            (
+                Some("org.apache.kafka.common.replica.RackAwareReplicaSelector".to_string()),
+                false
+            )
+        );
         assert_eq!(
             value("controller.listener.names"),
             (Some("CONTROLLER".to_string()), true)
@@ -776,6 +788,10 @@ mod tests {
             .apply_toml("metadata.log.dir = \"/a,/b\"", "t")
             .is_err());
         assert!(config.apply_toml("broker.rack = 3", "t").is_err());
+        // Kafka fails at start on a replica selector class it cannot load.
+        assert!(config
+            .apply_toml("replica.selector.class = \"com.example.Nearest\"", "t")
+            .is_err());
         assert!(config
             .apply_toml("listeners = \"PLAINTEXT://a:1,plaintext://a:2\"", "t")
             .is_err());

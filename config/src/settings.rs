@@ -2,7 +2,9 @@
 
 use std::path::PathBuf;
 
-use crate::{parse_listeners, parse_quorum_voters, BrokerConfig, ProcessRole};
+use crate::{
+    parse_listeners, parse_quorum_voters, BrokerConfig, ProcessRole, ReplicaSelectorClass,
+};
 
 /// One known setting.
 pub struct Setting {
@@ -345,6 +347,24 @@ pub static SETTINGS: &[Setting] = &[
         doc: "How long a partition keeps an idle idempotent producer's state (epoch, last sequences).",
         apply: |c, v| {
             c.producer_id_expiration_ms = int_in(v, 1, i32::MAX as i64)?;
+            Ok(())
+        },
+    },
+    Setting {
+        name: "replica.selector.class",
+        doc: "KIP-392: how a leader picks the replica a consumer with client.rack fetches from; unset (Kafka's null): the leader. org.apache.kafka.common.replica.RackAwareReplicaSelector: an in-sync replica in the consumer's rack.",
+        apply: |c, v| {
+            let name = string(v)?.trim();
+            c.replica_selector_class = if name.is_empty() {
+                None
+            } else {
+                Some(ReplicaSelectorClass::from_class_name(name).ok_or_else(|| {
+                    format!(
+                        "class {name} cannot be loaded: the only replica selector is {}",
+                        ReplicaSelectorClass::RACK_AWARE_NAME
+                    )
+                })?)
+            };
             Ok(())
         },
     },

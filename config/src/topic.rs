@@ -448,6 +448,11 @@ fn broker_setting_value(c: &BrokerConfig, name: &str) -> (Option<String>, Config
         "replica.fetch.min.bytes" => (s(c.replica_fetch_min_bytes.to_string()), Int),
         "replica.fetch.backoff.ms" => (s(c.replica_fetch_backoff_ms.to_string()), Int),
         "replica.lag.time.max.ms" => (s(c.replica_lag_time_max_ms.to_string()), Long),
+        "replica.selector.class" => (
+            c.replica_selector_class
+                .map(|class| class.class_name().to_string()),
+            Class,
+        ),
         "max.incremental.fetch.session.cache.slots" => (
             s(c.max_incremental_fetch_session_cache_slots.to_string()),
             Int,
@@ -559,6 +564,7 @@ mod tests {
                     | "log.flush.interval.messages"
                     | "log.flush.interval.ms"
                     | "broker.rack"
+                    | "replica.selector.class"
                     | "metadata.log.dir"
             );
             assert!(value.is_some() || optional, "{} has no value", s.name);

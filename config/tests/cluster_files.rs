@@ -82,6 +82,11 @@ fn brokers_are_broker_only_with_their_own_port_and_rack() {
         assert_eq!(listener.host, "127.0.0.1");
         assert_eq!(listener.port, 19092 + 100 * n as u16, "{name}");
         assert_eq!(config.broker_rack, Some(format!("r{n}")), "{name}");
+        assert_eq!(
+            config.replica_selector_class,
+            Some(sluice_config::ReplicaSelectorClass::RackAware),
+            "{name}"
+        );
         assert_eq!(config.controller_quorum_election_timeout_ms, 800);
         assert_eq!(config.sluice_shards, 1);
     }

@@ -32,6 +32,9 @@ started with config/cluster/start from the config/cluster/*.toml files (cluster.
 9. Eligible leader replicas (KIP-966): brokers of an RF=3 min.insync.replicas=2 topic stopped one
    by one show Elr / LastKnownElr in kafka-topics --describe; after the last ISR member is killed,
    an eligible replica restarted is elected and every acknowledged record is still there.
+10. Fetch from the closest replica (KIP-392): a confluent-kafka consumer with client.rack reads a
+   partition from the follower in its rack (counted by that broker's BytesOut), exactly once,
+   also while that follower lags behind the leader; other consumers keep reading from the leader.
 
 Sluice only (SLUICE_TARGET=kafka skips it). The cluster's ports are fixed by the files (19093-19095,
 19192/19292/19392): the module fails at once if one is taken. Logs: pytest's temp dir, cluster*/.
@@ -49,6 +52,7 @@ from datetime import datetime
 
 import json
 import re
+import urllib.request
 
 import pytest
 from kafka.admin import KafkaAdminClient, NewTopic
@@ -1217,6 +1221,152 @@ def test_reassign_partitions_moves_a_replica_under_load(cluster, tmp_path):
 
 
 # ------------------------------------------------------------------------------------------ 4
+
+# ----------------------------------------------------------------------------------------- 10
+
+RACK_METRICS_PORT = 19299
+
+
+def _bytes_out(port: int, topic: str) -> float:
+    """kafka_server_brokertopicmetrics_bytesout_total{topic} scraped from a broker's endpoint: the
+    record bytes its Fetch answers returned for the topic."""
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as r:
+        text = r.read().decode()
+    for line in text.splitlines():
+        if line.startswith("kafka_server_brokertopicmetrics_bytesout_total{") and f'topic="{topic}"' in line:
+            return float(line.rsplit(" ", 1)[1])
+    return 0.0
+
+
+def _read_exactly(consumer, topic: str, start: int, count: int, timeout: float = 90) -> list:
+    """(partition, offset, key, value) of the next `count` records of partition 0."""
+    out = []
+    deadline = time.time() + timeout
+    while len(out) < count and time.time() < deadline:
+        for m in consumer.consume(1000, 0.5):
+            assert m.error() is None, f"consumer error: {m.error()}"
+            out.append((m.partition(), m.offset(), m.key().decode(), m.value().decode()))
+    assert len(out) == count, f"{topic}: read {len(out)} of {count} records from offset {start}"
+    return out
+
+
+def test_consumer_reads_from_the_follower_in_its_rack(cluster):
+    """KIP-392: the brokers set replica.selector.class = RackAwareReplicaSelector. A confluent-kafka
+    consumer with client.rack = broker-2's rack reads a partition led by broker-1 from broker-2's
+    replica: every record exactly once at its offset, and broker-2's BytesOut for the topic (it is
+    only a follower there, so it serves no replication fetch of it) covers everything read. Then
+    broker-2 is stopped (SIGSTOP) for 3 s while an acks=1 producer runs, so its log and high
+    watermark fall behind the leader's and catch up again while the consumer reads from it: still
+    exactly once, still from broker-2. Consumers in the leader's rack, or with no rack, read from
+    the leader: broker-2's BytesOut does not move."""
+    from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
+
+    follower, leader = "broker-2", "broker-1"
+    fid, lid, oid = cluster.node_ids[follower], cluster.node_ids[leader], cluster.node_ids["broker-3"]
+    rack = setting(follower, "broker.rack")
+    assert not harness.port_open(RACK_METRICS_PORT), f"port {RACK_METRICS_PORT} is taken"
+
+    # broker-2 again, with its Prometheus endpoint (the files set none).
+    pid = cluster.pid(follower)
+    os.kill(pid, signal.SIGTERM)
+    t0 = time.time()
+    while alive(pid) and time.time() - t0 < 15:
+        time.sleep(0.01)
+    assert not alive(pid), f"{follower} still running after SIGTERM"
+    cluster.killed.add(follower)
+    offset = cluster.restart(follower, (f"sluice.metrics.listener=127.0.0.1:{RACK_METRICS_PORT}",))
+    cluster.wait_line(follower, READY, offset, 60, "(ready after restart)")
+
+    topic, first, second = "cl-rack", 3000, 3000
+    admin = KafkaAdminClient(bootstrap_servers=cluster.bootstrap, request_timeout_ms=15000)
+    try:
+        admin.create_topics([NewTopic(topic, num_partitions=-1, replication_factor=-1,
+                                      replica_assignments={0: [lid, fid, oid]},
+                                      topic_configs={"min.insync.replicas": "2"})])
+    finally:
+        admin.close()
+
+    def in_sync_and_led():
+        md = cluster.kcat_metadata(leader, topic)
+        isr = _isrs(md, topic).get(0)
+        lead = partition_leaders(md, topic).get(0)
+        assert isr == sorted([lid, fid, oid]) and lead == lid, (isr, lead)
+        return True
+    _eventually(in_sync_and_led, f"{topic}: led by {lid}, ISR all three", 60)
+
+    def produce(start: int, count: int, acks: str, during=None):
+        p = Producer({"bootstrap.servers": cluster.bootstrap, "acks": acks, "linger.ms": 5,
+                      "message.timeout.ms": 60000, "enable.idempotence": False})
+        failed = []
+        for i in range(start, start + count):
+            while True:
+                try:
+                    p.produce(topic, key=harness.make_key("rk", i), value=harness.make_value("rk", i, 200),
+                              partition=0, on_delivery=lambda err, _m: failed.append(err) if err else None)
+                    break
+                except BufferError:
+                    p.poll(0.05)
+            p.poll(0)
+            if during and i == start + count // 4:
+                during()
+        assert p.flush(90) == 0 and not failed, failed[:5]
+
+    produce(0, first, "all")
+    before = _bytes_out(RACK_METRICS_PORT, topic)
+    assert before == 0, f"{follower} served {before} bytes of {topic} before any consumer"
+
+    consumer = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": "cl-rack-unused",
+                         "enable.auto.commit": False, "client.rack": rack, "fetch.wait.max.ms": 200,
+                         "log_level": 0})
+    consumer.assign([TopicPartition(topic, 0, OFFSET_BEGINNING)])
+    try:
+        records = _read_exactly(consumer, topic, 0, first)
+        served = _bytes_out(RACK_METRICS_PORT, topic)
+        payload = sum(len(k) + len(v) for _p, _o, k, v in records)
+        assert served >= payload, \
+            f"{follower} (rack {rack}) returned {served} bytes of {topic}; the consumer read {payload}"
+        print(f"\nclient.rack={rack}: {first} records read, {follower} (a follower) served {served:.0f} bytes")
+
+        # The follower lags: stopped for 3 s while the producer runs (acks=1: the leader takes
+        # the records at once), then it catches up, its high watermark trailing the leader's.
+        lagged = {}
+
+        def stop_follower():
+            os.kill(cluster.pid(follower), signal.SIGSTOP)
+            try:
+                time.sleep(3)
+                end = cluster.kcat_metadata(leader, topic)
+                lagged["isr"] = _isrs(end, topic).get(0)
+            finally:
+                os.kill(cluster.pid(follower), signal.SIGCONT)
+
+        producer = threading.Thread(target=produce, args=(first, second, "1", stop_follower))
+        producer.start()
+        more = _read_exactly(consumer, topic, first, second, timeout=120)
+        producer.join(120)
+        records += more
+        harness.verify_exactly_once(records, first + second, "rk")
+        served_after = _bytes_out(RACK_METRICS_PORT, topic)
+        more_payload = sum(len(k) + len(v) for _p, _o, k, v in more)
+        assert served_after - served >= more_payload, \
+            f"{follower} served {served_after - served} bytes while the consumer read {more_payload}"
+        print(f"{follower} stopped 3 s mid-produce (ISR then {lagged.get('isr')}): {second} more read "
+              f"exactly once from it ({served_after - served:.0f} bytes)")
+    finally:
+        consumer.close()
+
+    # The leader's rack, or no rack: the leader serves; the follower's count does not move.
+    for conf in ({"client.rack": setting(leader, "broker.rack")}, {}):
+        c = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": "cl-rack-unused",
+                      "enable.auto.commit": False, "log_level": 0, **conf})
+        c.assign([TopicPartition(topic, 0, OFFSET_BEGINNING)])
+        try:
+            harness.verify_exactly_once(_read_exactly(c, topic, 0, first + second), first + second, "rk")
+        finally:
+            c.close()
+    still = _bytes_out(RACK_METRICS_PORT, topic)
+    assert still == served_after, f"{follower} served {still - served_after} bytes to consumers outside its rack"
+
 
 def test_sigterm_ends_a_broker_whose_controllers_are_gone(cluster):
     """The whole quorum dies (kill -9 of the 3 controllers): a broker told to stop still stops, at

@@ -18,7 +18,7 @@ mod topic_config;
 pub use error::ReplicaError;
 pub use partition::{
     ActiveProducer, FetchPartitionData, FollowerFetchRequest, FollowerFetchResult,
-    FollowerFetchState, OffsetAndTimestamp, Partition, PartitionLogDirInfo, Role,
+    FollowerFetchState, OffsetAndTimestamp, Partition, PartitionLogDirInfo, ReadReplicaView, Role,
 };
 pub use producer_state::{
     ProducerStateEntry, ProducerStateError, ProducerStateManager, DEFAULT_PRODUCER_ID_EXPIRATION_MS,

@@ -10,7 +10,8 @@ use sluice_protocol::messages::produce::{LeaderIdAndEpoch, NodeEndpoint};
 use sluice_replica::TopicIdPartition;
 use sluice_shard::{MetadataImage, PartitionImage, ShardId, TopicImage};
 
-/// A partition this broker leads, ready to be routed to the shard that owns it here.
+/// A partition this broker leads (or, from [`local_replica`], hosts), ready to be routed to the
+/// shard that owns it here.
 #[derive(Debug, Clone, Copy)]
 pub struct Led<'a> {
     /// The partition as the image describes it.
@@ -36,6 +37,39 @@ pub fn local_leader<'a>(
         .partition(index)
         .ok_or(ErrorCode::UNKNOWN_TOPIC_OR_PARTITION)?;
     if partition.leader != image.local_node_id {
+        return Err(ErrorCode::NOT_LEADER_OR_FOLLOWER);
+    }
+    let tp = TopicIdPartition {
+        topic_id: topic.topic_id,
+        partition: index,
+    };
+    let shard = image
+        .shard_table
+        .shard_of(&tp)
+        .ok_or(ErrorCode::NOT_LEADER_OR_FOLLOWER)?;
+    Ok(Led {
+        partition,
+        tp,
+        shard,
+    })
+}
+
+/// Resolves partition `index` of `topic` for a read any replica may serve (a consumer's fetch
+/// with client metadata, KIP-392): as [`local_leader`], but a follower hosted here is accepted
+/// too — Kafka's `localLogWithEpochOrThrow` without `requireLeader`. NOT_LEADER_OR_FOLLOWER when
+/// this broker holds no replica of it.
+pub fn local_replica<'a>(
+    image: &MetadataImage,
+    topic: &'a TopicImage,
+    index: i32,
+) -> Result<Led<'a>, ErrorCode> {
+    let partition = topic
+        .partition(index)
+        .ok_or(ErrorCode::UNKNOWN_TOPIC_OR_PARTITION)?;
+    if partition.leader == image.local_node_id {
+        return local_leader(image, topic, index);
+    }
+    if !partition.replicas.contains(&image.local_node_id) {
         return Err(ErrorCode::NOT_LEADER_OR_FOLLOWER);
     }
     let tp = TopicIdPartition {

@@ -24,6 +24,7 @@ pub mod metrics;
 mod producer_ids;
 mod pump;
 pub mod replica_fetcher;
+mod replica_selector;
 mod replication;
 pub mod replication_throttle;
 mod router;

@@ -19,6 +19,7 @@ use sluice_shard::{FetchPartitionRequest, MetadataImage, ProducePartition, WaitF
 use tracing::{error, info};
 
 use crate::context::ShardContext;
+use crate::replica_selector;
 use crate::replication;
 use crate::replication_throttle::{is_throttled, LEADER_REPLICATION_THROTTLED_REPLICAS};
 use crate::util::{join_all, race_any};
@@ -58,12 +59,18 @@ pub async fn fetch(
     let reads = partitions.into_iter().map(|request| async move {
         let partition = ctx.replicas.hosted(&request.tp)?;
         let Some(replica) = request.replica else {
+            if !request.read_replica_candidates.is_empty() {
+                if let Some(data) = preferred_read_replica(&partition, &request)? {
+                    return Ok(data);
+                }
+            }
             return partition
                 .read_records(
                     request.fetch_offset,
                     request.max_bytes,
                     request.min_one_message,
                     request.current_leader_epoch,
+                    request.fetch_only_leader,
                 )
                 .await;
         };
@@ -97,9 +104,34 @@ pub async fn fetch(
             high_watermark: result.high_watermark,
             log_start_offset: result.log_start_offset,
             diverging_epoch: result.diverging_epoch,
+            preferred_read_replica: None,
         })
     });
     join_all(reads.collect()).await
+}
+
+/// KIP-392 on the leader: when a follower in the consumer's rack may serve it, the answer
+/// names that follower and carries no records (Kafka skips the read then, and reports the
+/// leader's high watermark and log start). `None`: the leader reads as usual.
+fn preferred_read_replica(
+    partition: &Partition,
+    request: &FetchPartitionRequest,
+) -> Result<Option<FetchPartitionData>, ReplicaError> {
+    let views =
+        partition.read_replica_views(&request.read_replica_candidates, request.fetch_offset);
+    let Some(preferred) = replica_selector::most_caught_up(&views) else {
+        return Ok(None);
+    };
+    // Kafka's `fetchOffsetSnapshot(currentLeaderEpoch)`: a fenced or unknown epoch is still
+    // answered as such.
+    partition.check_leader_epoch(request.current_leader_epoch)?;
+    Ok(Some(FetchPartitionData {
+        records: Default::default(),
+        high_watermark: partition.high_watermark(),
+        log_start_offset: partition.log_start_offset(),
+        diverging_epoch: None,
+        preferred_read_replica: Some(preferred),
+    }))
 }
 
 /// Whether the leader's throttle applies to `replica_id`'s fetch of `partition`: the topic's

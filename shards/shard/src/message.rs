@@ -116,7 +116,7 @@ pub struct ProducePartition {
 }
 
 /// One partition of a fetch.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub struct FetchPartitionRequest {
     /// The partition.
     pub tp: TopicIdPartition,
@@ -130,6 +130,14 @@ pub struct FetchPartitionRequest {
     pub current_leader_epoch: i32,
     /// A follower's fetch (Kafka's `ReplicaState`), `None` for a consumer.
     pub replica: Option<ReplicaFetch>,
+    /// Kafka's `FetchParams.fetchOnlyLeader`: a follower's fetch, or a consumer's without
+    /// client metadata (before v11). Otherwise a follower serves the read too (KIP-392).
+    pub fetch_only_leader: bool,
+    /// KIP-392, on the leader: the replicas in the consumer's rack (`client.rack`), of which the
+    /// leader may name the most caught-up as the preferred read replica instead of reading.
+    /// Empty (no allocation) when the consumer has no rack, the leader is in it, or no
+    /// `replica.selector.class` is set.
+    pub read_replica_candidates: Vec<i32>,
 }
 
 /// What a follower's fetch adds to a partition's read: who it is and what its log holds.

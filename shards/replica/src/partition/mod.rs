@@ -17,7 +17,9 @@ use crate::replication::EpochEndOffset;
 use crate::snapshot;
 use crate::{ReplicaError, TopicIdPartition};
 
-pub use replication::{FollowerFetchRequest, FollowerFetchResult, FollowerFetchState, Role};
+pub use replication::{
+    FollowerFetchRequest, FollowerFetchResult, FollowerFetchState, ReadReplicaView, Role,
+};
 
 /// Bytes read per step when a timestamp lookup scans the log.
 const TIMESTAMP_SCAN_CHUNK_BYTES: usize = 1 << 20;
@@ -60,6 +62,9 @@ pub struct FetchPartitionData {
     pub log_start_offset: i64,
     /// A follower's log diverges from this leader's (KIP-320): it truncates first.
     pub diverging_epoch: Option<EpochEndOffset>,
+    /// KIP-392: the replica the consumer should fetch from instead of this leader (nothing
+    /// was read then).
+    pub preferred_read_replica: Option<i32>,
 }
 
 /// One partition's log as DescribeLogDirs reports it.
@@ -394,48 +399,74 @@ impl Partition {
         self.bytes_since_snapshot.set(0);
     }
 
-    /// A consumer's read: whole batches from `fetch_offset` up to the high watermark, on the
-    /// leader, in the leader epoch the consumer names (-1: any), as Kafka's `fetchRecords`.
+    /// A consumer's read: whole batches from `fetch_offset` up to this replica's high
+    /// watermark, in the leader epoch the consumer names (-1: any), as Kafka's `fetchRecords`.
+    /// `fetch_only_leader` (Kafka's `FetchParams.fetchOnlyLeader`: a consumer without client
+    /// metadata, before Fetch v11) refuses a follower; otherwise a follower serves the read too
+    /// (KIP-392), bounded by its own high watermark.
     pub async fn read_records(
         &self,
         fetch_offset: i64,
         max_bytes: usize,
         min_one_message: bool,
         current_leader_epoch: i32,
+        fetch_only_leader: bool,
     ) -> Result<FetchPartitionData, ReplicaError> {
         // A failed log never moves again: answer KAFKA_STORAGE_ERROR (an offline partition, in
         // Kafka's terms) rather than let a long poll wait on it.
         if let Some(error) = self.log.failure() {
             return Err(ReplicaError::Storage(error));
         }
-        match &*self.role.borrow() {
-            Role::Leader(state) => state.check_leader_epoch(current_leader_epoch)?,
+        let leader = match &*self.role.borrow() {
+            Role::Leader(state) => {
+                state.check_leader_epoch(current_leader_epoch)?;
+                true
+            }
+            Role::Follower { leader_epoch, .. } if !fetch_only_leader => {
+                check_follower_epoch(current_leader_epoch, *leader_epoch)?;
+                false
+            }
             _ => return Err(ReplicaError::NotLeaderOrFollower),
-        }
+        };
         let high_watermark = self.high_watermark();
         let log_start_offset = self.log_start_offset();
-        if fetch_offset < log_start_offset || fetch_offset > high_watermark {
+        // The leader refuses an offset past its high watermark. A follower's high watermark
+        // trails the leader's, so a consumer sent here may ask for an offset the leader has
+        // committed and this log has not: Kafka's `LocalLog.read` answers that with no records
+        // (the long poll waits for this high watermark), and only an offset past this log's
+        // end is out of range, which sends the consumer back to the leader.
+        let end = if leader {
+            high_watermark
+        } else {
+            self.log.log_end_offset()
+        };
+        if fetch_offset < log_start_offset || fetch_offset > end {
             return Err(ReplicaError::OffsetOutOfRange {
                 offset: fetch_offset,
                 log_start_offset,
-                log_end_offset: high_watermark,
+                log_end_offset: end,
             });
         }
-        let read = self
-            .log
-            .read(
-                fetch_offset,
-                max_bytes,
-                min_one_message,
-                Some(high_watermark),
-            )
-            .await
-            .map_err(out_of_range_or_storage)?;
+        let records = if fetch_offset >= high_watermark {
+            Bytes::new()
+        } else {
+            self.log
+                .read(
+                    fetch_offset,
+                    max_bytes,
+                    min_one_message,
+                    Some(high_watermark),
+                )
+                .await
+                .map_err(out_of_range_or_storage)?
+                .records
+        };
         Ok(FetchPartitionData {
-            records: read.records,
+            records,
             high_watermark,
             log_start_offset,
             diverging_epoch: None,
+            preferred_read_replica: None,
         })
     }
 
@@ -614,6 +645,28 @@ fn first_record_at_or_after(
                 timestamp: header.max_timestamp,
             })
         }
+    }
+}
+
+/// Kafka's `localLogWithEpochOrThrow` on a follower: the consumer's leader epoch (-1: it did
+/// not say) against the epoch this replica follows.
+fn check_follower_epoch(
+    current_leader_epoch: i32,
+    leader_epoch: i32,
+) -> Result<(), crate::replication::ReplicationError> {
+    use crate::replication::ReplicationError;
+    if current_leader_epoch < 0 || current_leader_epoch == leader_epoch {
+        Ok(())
+    } else if current_leader_epoch < leader_epoch {
+        Err(ReplicationError::FencedLeaderEpoch {
+            request: current_leader_epoch,
+            current: leader_epoch,
+        })
+    } else {
+        Err(ReplicationError::UnknownLeaderEpoch {
+            request: current_leader_epoch,
+            current: leader_epoch,
+        })
     }
 }
 

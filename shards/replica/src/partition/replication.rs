@@ -71,6 +71,18 @@ pub struct FollowerFetchRequest {
     pub max_bytes: usize,
 }
 
+/// A follower a consumer may be sent to (KIP-392), as the leader sees it: Kafka's
+/// `ReplicaView` without the endpoint.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ReadReplicaView {
+    /// The follower.
+    pub broker_id: BrokerId,
+    /// Its log end offset, from its last fetch.
+    pub log_end_offset: i64,
+    /// How long ago it was last caught up with the leader's log end.
+    pub time_since_last_caught_up_ms: i64,
+}
+
 /// The leader's answer to a follower's fetch.
 #[derive(Clone, Debug)]
 pub struct FollowerFetchResult {
@@ -262,6 +274,44 @@ impl Partition {
                 return Err(ReplicaError::RequestTimedOut);
             }
         }
+    }
+
+    /// Checks a consumer's leader epoch (-1: any) on the leader: NOT_LEADER_OR_FOLLOWER when
+    /// this broker does not lead, FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH as Kafka.
+    pub fn check_leader_epoch(&self, current_leader_epoch: i32) -> Result<(), ReplicaError> {
+        match &*self.role.borrow() {
+            Role::Leader(state) => Ok(state.check_leader_epoch(current_leader_epoch)?),
+            _ => Err(ReplicaError::NotLeaderOrFollower),
+        }
+    }
+
+    /// Of `candidates`, the followers a consumer at `fetch_offset` may read from (Kafka's
+    /// `ReplicaManager.findPreferredReadReplica`): in the ISR, with the offset between their
+    /// log start and log end — a replica out of the ISR may lag without bound. Empty when this
+    /// broker does not lead the partition (only a leader sends consumers elsewhere).
+    pub fn read_replica_views(
+        &self,
+        candidates: &[BrokerId],
+        fetch_offset: i64,
+    ) -> Vec<ReadReplicaView> {
+        let role = self.role.borrow();
+        let Role::Leader(state) = &*role else {
+            return Vec::new();
+        };
+        let now = now_ms();
+        candidates
+            .iter()
+            .filter(|id| **id != self.local_broker_id && state.isr().contains(id))
+            .filter_map(|id| {
+                let replica = state.replica_state(*id)?;
+                (replica.log_end_offset >= fetch_offset && replica.log_start_offset <= fetch_offset)
+                    .then_some(ReadReplicaView {
+                        broker_id: *id,
+                        log_end_offset: replica.log_end_offset,
+                        time_since_last_caught_up_ms: now - replica.last_caught_up_time_ms,
+                    })
+            })
+            .collect()
     }
 
     /// Serves a follower's fetch (Kafka's `Partition.fetchRecords` for a replica): checks the

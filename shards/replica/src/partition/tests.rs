@@ -230,7 +230,7 @@ fn a_waiting_produce_fails_when_leadership_moves() {
             Err(ReplicaError::NotLeaderOrFollower)
         ));
         assert!(matches!(
-            leader.read_records(0, 1024, true, -1).await,
+            leader.read_records(0, 1024, true, -1, true).await,
             Err(ReplicaError::NotLeaderOrFollower)
         ));
     });
@@ -323,4 +323,89 @@ async fn fetch_as(
         }
     }
     result
+}
+
+/// KIP-392: a follower serves a consumer (with client metadata) up to its own high watermark;
+/// an offset the leader committed that this follower has in its log but not committed gets no
+/// records, one past its log end is out of range (the consumer goes back to the leader). The
+/// leader offers the follower as a read replica only once it is in the ISR and its log end
+/// covers the offset.
+#[test]
+fn a_follower_serves_consumers_up_to_its_own_high_watermark() {
+    run(|| async {
+        let leader = open("read-replica-leader", LEADER).await;
+        let follower = open("read-replica-follower", FOLLOWER).await;
+        leader
+            .make_leader(
+                &registration(LEADER, 1, &[LEADER, FOLLOWER]),
+                config(1),
+                alive(),
+            )
+            .await
+            .expect("leader");
+        assert!(follower.make_follower(LEADER, 1));
+        leader
+            .append_records_to_leader(&batch(3), 1)
+            .await
+            .expect("append");
+
+        // Before any fetch the leader knows nothing of the follower's log: not offered.
+        assert!(leader.read_replica_views(&[FOLLOWER], 0).is_empty());
+        // Only a leader offers read replicas.
+        assert!(follower.read_replica_views(&[LEADER], 0).is_empty());
+
+        // First fetch: the follower has the records, its high watermark is still 0.
+        fetch_once(&leader, &follower).await;
+        assert_eq!(follower.log_end_offset(), 3);
+        assert_eq!(follower.high_watermark(), 0);
+        let pending = follower
+            .read_records(0, 1 << 20, true, 1, false)
+            .await
+            .expect("follower read");
+        assert!(pending.records.is_empty(), "nothing committed here yet");
+        // Past the follower's log end: out of range.
+        assert!(matches!(
+            follower.read_records(4, 1 << 20, true, 1, false).await,
+            Err(ReplicaError::OffsetOutOfRange { .. })
+        ));
+        // A consumer without client metadata (before Fetch v11) reads leaders only.
+        assert!(matches!(
+            follower.read_records(0, 1 << 20, true, 1, true).await,
+            Err(ReplicaError::NotLeaderOrFollower)
+        ));
+        // A stale or newer leader epoch is refused as on the leader.
+        for (epoch, code) in [
+            (0, sluice_protocol::ErrorCode::FENCED_LEADER_EPOCH),
+            (2, sluice_protocol::ErrorCode::UNKNOWN_LEADER_EPOCH),
+        ] {
+            match follower.read_records(0, 1 << 20, true, epoch, false).await {
+                Err(ReplicaError::Replication(e)) => assert_eq!(e.error_code(), code),
+                other => panic!("epoch {epoch}: expected {code:?}, got {other:?}"),
+            }
+        }
+
+        // Second fetch: the leader's high watermark reaches the follower.
+        fetch_once(&leader, &follower).await;
+        assert_eq!(follower.high_watermark(), 3);
+        let read = follower
+            .read_records(0, 1 << 20, true, -1, false)
+            .await
+            .expect("follower read");
+        assert_eq!(read.records, all_records(&leader).await);
+        assert_eq!((read.high_watermark, read.log_start_offset), (3, 0));
+
+        let views = leader.read_replica_views(&[FOLLOWER], 3);
+        assert_eq!(views.len(), 1, "{views:?}");
+        assert_eq!((views[0].broker_id, views[0].log_end_offset), (FOLLOWER, 3));
+        // An offset past the follower's log end is not covered by it.
+        assert!(leader.read_replica_views(&[FOLLOWER], 4).is_empty());
+        // Out of the ISR: never offered, however caught up.
+        let mut shrunk = registration(LEADER, 1, &[LEADER]);
+        shrunk.partition_epoch = 2;
+        leader
+            .make_leader(&shrunk, config(1), alive())
+            .await
+            .expect("same epoch");
+        assert!(leader.read_replica_views(&[FOLLOWER], 0).is_empty());
+    });
 }

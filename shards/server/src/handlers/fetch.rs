@@ -20,6 +20,7 @@
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
+use sluice_config::ReplicaSelectorClass;
 use sluice_protocol::codec::Uuid;
 use sluice_protocol::error::ErrorCode;
 use sluice_protocol::messages::fetch::{
@@ -33,7 +34,7 @@ use sluice_shard::{
 use crate::context::ShardContext;
 use crate::error::PartitionError;
 use crate::fetch_session::{self, FetchContext};
-use crate::{leadership, router};
+use crate::{leadership, replica_selector, router};
 
 /// Fetch version from which topics are named by id.
 const TOPIC_ID_MIN_VERSION: i16 = 13;
@@ -69,7 +70,8 @@ pub async fn handle(
     let image = ctx.image();
     let share = partition_share(&request);
     let replica = replica_of(version, &request);
-    let wanted = resolve(&image, version, &request, share, replica);
+    let selector = ctx.config.replica_selector_class;
+    let wanted = resolve(&image, version, &request, share, replica, selector);
     let results = long_poll(ctx, &request, &wanted).await;
     let mut response = build_response(&image, version, &request, &wanted, results);
     if let Some(metrics) = &ctx.metrics {
@@ -125,7 +127,13 @@ fn resolve(
     request: &FetchRequest,
     share: usize,
     replica: Option<(i32, i64)>,
+    selector: Option<ReplicaSelectorClass>,
 ) -> Vec<Wanted> {
+    // Kafka's `FetchParams.fetchOnlyLeader`: a consumer's fetch with client metadata (v11+)
+    // may be served by a follower (KIP-392); a follower's, or an older consumer's, only by the
+    // leader.
+    let fetch_only_leader =
+        replica.is_some() || version < replica_selector::CLIENT_METADATA_MIN_VERSION;
     let mut wanted = Vec::new();
     for (topic_index, topic) in request.topics.iter().enumerate() {
         let unknown = if version >= TOPIC_ID_MIN_VERSION {
@@ -136,11 +144,28 @@ fn resolve(
         let found = requested_topic(image, version, topic).ok_or(unknown);
         for p in &topic.partitions {
             let route = found.and_then(|t| {
-                // Kafka's ReplicaManager: a partition this broker does not lead is refused
+                // Kafka's ReplicaManager: a partition this broker does not lead (or, for a
+                // read any replica may serve, does not host) is refused
                 // (NOT_LEADER_OR_FOLLOWER) before anything about the read is looked at.
-                let led = leadership::local_leader(image, t, p.partition)?;
+                let led = if fetch_only_leader {
+                    leadership::local_leader(image, t, p.partition)?
+                } else {
+                    leadership::local_replica(image, t, p.partition)?
+                };
                 let max_bytes = usize::try_from(p.partition_max_bytes)
                     .map_err(|_| ErrorCode::INVALID_FETCH_SIZE)?;
+                // Only the leader names a preferred read replica.
+                let read_replica_candidates =
+                    if fetch_only_leader || led.partition.leader != image.local_node_id {
+                        Vec::new()
+                    } else {
+                        replica_selector::rack_candidates(
+                            selector,
+                            image,
+                            led.partition,
+                            &request.rack_id,
+                        )
+                    };
                 Ok((
                     led.shard,
                     FetchPartitionRequest {
@@ -156,6 +181,8 @@ fn resolve(
                                 .then_some(p.last_fetched_epoch),
                             log_start_offset: p.log_start_offset,
                         }),
+                        fetch_only_leader,
+                        read_replica_candidates,
                     },
                 ))
             });
@@ -204,11 +231,12 @@ async fn long_poll(
         // partitions, as in the fetch that closes a session when a consumer closes) or a
         // partition is in error (unknown topic or partition included).
         // A diverging epoch is answered at once too: the follower must truncate first.
-        let any_error = results
-            .iter()
-            .flatten()
-            .any(|r| r.as_ref().map_or(true, |d| d.diverging_epoch.is_some()))
-            || wanted.iter().any(|w| w.route.is_err());
+        // So is a preferred read replica (KIP-392): the consumer goes there next.
+        let any_error = results.iter().flatten().any(|r| {
+            r.as_ref().map_or(true, |d| {
+                d.diverging_epoch.is_some() || d.preferred_read_replica.is_some()
+            })
+        }) || wanted.iter().any(|w| w.route.is_err());
         let done = wanted.is_empty()
             || bytes >= min_bytes
             || any_error
@@ -240,12 +268,14 @@ async fn read_all(
     ctx: &ShardContext,
     wanted: &[Wanted],
 ) -> Vec<Option<Result<FetchPartitionData, PartitionError>>> {
-    let routed: Vec<(ShardId, FetchPartitionRequest)> =
-        wanted.iter().filter_map(|w| w.route.ok()).collect();
+    let routed: Vec<(ShardId, FetchPartitionRequest)> = wanted
+        .iter()
+        .filter_map(|w| w.route.as_ref().ok().cloned())
+        .collect();
     let mut results = router::fetch(ctx, routed).await.into_iter();
     wanted
         .iter()
-        .map(|w| w.route.ok().and_then(|_| results.next()))
+        .map(|w| w.route.as_ref().ok().and_then(|_| results.next()))
         .collect()
 }
 
@@ -305,7 +335,7 @@ fn build_response(
                     last_stable_offset: data.high_watermark,
                     log_start_offset: data.log_start_offset,
                     aborted_transactions: read_committed.then(Vec::new),
-                    preferred_read_replica: -1,
+                    preferred_read_replica: data.preferred_read_replica.unwrap_or(-1),
                     records: Some(records),
                     ..PartitionData::default()
                 }
@@ -385,19 +415,31 @@ mod tests {
     fn codes(wanted: &[Wanted]) -> Vec<ErrorCode> {
         wanted
             .iter()
-            .map(|w| w.route.map_or_else(|code| code, |_| ErrorCode::NONE))
+            .map(|w| {
+                w.route
+                    .as_ref()
+                    .map_or_else(|code| *code, |_| ErrorCode::NONE)
+            })
             .collect()
     }
 
     #[test]
     fn only_partitions_led_here_are_read() {
         let image = cluster_image();
-        for version in [12, 13, 17, 18] {
+        // A consumer without client metadata (before v11), and a follower at any version.
+        let cases = [
+            (4, None),
+            (10, None),
+            (12, Some((OTHER, 1))),
+            (18, Some((OTHER, 1))),
+        ];
+        for (version, replica) in cases {
             let wanted = resolve(
                 &image,
                 version,
                 &request(version, &[0, 1, 2, 3, 4]),
                 1 << 20,
+                replica,
                 None,
             );
             assert_eq!(
@@ -411,6 +453,44 @@ mod tests {
                 ],
                 "version {version}"
             );
+            assert!(wanted
+                .iter()
+                .filter_map(|w| w.route.as_ref().ok())
+                .all(|(_, r)| r.fetch_only_leader));
+        }
+    }
+
+    /// KIP-392: from v11 a consumer's fetch may be served by any replica hosted here (Kafka's
+    /// `fetchOnlyLeader` is false with client metadata); the partitions with no replica here
+    /// are still refused.
+    #[test]
+    fn from_v11_a_consumer_reads_any_replica_hosted_here() {
+        let image = cluster_image();
+        for version in [11, 13, 18] {
+            let wanted = resolve(
+                &image,
+                version,
+                &request(version, &[0, 1, 2, 3, 4]),
+                1 << 20,
+                None,
+                Some(ReplicaSelectorClass::RackAware),
+            );
+            assert_eq!(
+                codes(&wanted),
+                vec![
+                    ErrorCode::NONE,
+                    ErrorCode::NOT_LEADER_OR_FOLLOWER,
+                    ErrorCode::NOT_LEADER_OR_FOLLOWER,
+                    // Its replica is here (a follower of no leader yet): the shard decides.
+                    ErrorCode::NONE,
+                    ErrorCode::UNKNOWN_TOPIC_OR_PARTITION,
+                ],
+                "version {version}"
+            );
+            assert!(wanted
+                .iter()
+                .filter_map(|w| w.route.as_ref().ok())
+                .all(|(_, r)| !r.fetch_only_leader && r.read_replica_candidates.is_empty()));
         }
     }
 
@@ -422,7 +502,7 @@ mod tests {
             req.topics[0].topic_id = Uuid::from_u128(0xdead);
             // A follower's high watermark changes nothing for the read.
             req.topics[0].partitions[0].high_watermark = 3;
-            let wanted = resolve(&image, version, &req, 1 << 20, None);
+            let wanted = resolve(&image, version, &req, 1 << 20, None, None);
             assert_eq!(
                 codes(&wanted),
                 vec![ErrorCode::UNKNOWN_TOPIC_ID, ErrorCode::UNKNOWN_TOPIC_ID],
@@ -433,7 +513,7 @@ mod tests {
         let mut req = request(12, &[0]);
         req.topics[0].topic = "nope".to_string();
         assert_eq!(
-            codes(&resolve(&image, 12, &req, 1 << 20, None)),
+            codes(&resolve(&image, 12, &req, 1 << 20, None, None)),
             vec![ErrorCode::UNKNOWN_TOPIC_OR_PARTITION]
         );
     }
@@ -443,7 +523,7 @@ mod tests {
         let image = single_node_image();
         let mut req = request(12, &[0, 1]);
         req.topics[0].partitions[1].partition_max_bytes = -1;
-        let wanted = resolve(&image, 12, &req, 1 << 20, None);
+        let wanted = resolve(&image, 12, &req, 1 << 20, None, None);
         assert_eq!(
             codes(&wanted),
             vec![ErrorCode::NONE, ErrorCode::INVALID_FETCH_SIZE]
@@ -454,7 +534,7 @@ mod tests {
     fn answer(version: i16, partitions: &[i32]) -> FetchResponse {
         let image = cluster_image();
         let req = request(version, partitions);
-        let wanted = resolve(&image, version, &req, 1 << 20, None);
+        let wanted = resolve(&image, version, &req, 1 << 20, None, None);
         let results = wanted.iter().map(|_| None).collect();
         build_response(&image, version, &req, &wanted, results)
     }

@@ -45,6 +45,8 @@ import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.common.Metric;
+import org.apache.kafka.common.MetricName;
 import org.apache.kafka.common.Node;
 import org.apache.kafka.common.PartitionInfo;
 import org.apache.kafka.common.TopicPartition;
@@ -63,6 +65,7 @@ import org.apache.kafka.common.serialization.ByteArraySerializer;
  *         [--idempotence false|true|default]   (default: leave enable.idempotence to Kafka, i.e. on)
  *         [--stop-file S]   (stop sending once S exists, then flush; --count is then an upper bound)
  * consume --bootstrap B --topic T [--expect N] [--acked-file F] [--mode exact|acked] [--timeout-s 180]
+ *         [--client-rack R]   (KIP-392: client.rack; prints NODE_BYTES <node-id> <bytes received> per broker)
  * group-consume --bootstrap B --topic T --group G --events F --stop-file S [--assignor range|roundrobin|sticky|cooperative-sticky]
  *         [--session-timeout-ms 45000] [--heartbeat-interval-ms 3000] [--max-poll-records 500] [--max-runtime-s 300]
  *         (subscribes as a classic group member, commitSync after each processed poll; events file lines:
@@ -480,6 +483,10 @@ public final class Main {
         p.put(ConsumerConfig.MAX_POLL_RECORDS_CONFIG, "5000");
         p.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class.getName());
         p.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class.getName());
+        String clientRack = o.get("client-rack");
+        if (clientRack != null) {
+            p.put(ConsumerConfig.CLIENT_RACK_CONFIG, clientRack);
+        }
 
         List<String> errors = new ArrayList<>();
         Map<Integer, List<String>> keysByPartition = new HashMap<>();
@@ -572,6 +579,20 @@ public final class Main {
                 long n = keysByPartition.get(tp.partition()).size();
                 if (n != end.get(tp)) {
                     err(errors, "partition " + tp.partition() + ": read " + n + " records but end offset is " + end.get(tp));
+                }
+            }
+            if (clientRack != null) {
+                // Which broker the records came from (KIP-392): the consumer's own per-node
+                // byte counts (consumer-node-metrics, tag node-id "node-<id>").
+                for (Map.Entry<MetricName, ? extends Metric> m : consumer.metrics().entrySet()) {
+                    MetricName name = m.getKey();
+                    if (name.group().equals("consumer-node-metrics") && name.name().equals("incoming-byte-total")) {
+                        String node = name.tags().getOrDefault("node-id", "");
+                        if (node.startsWith("node-") && !node.startsWith("node--")) {
+                            OUT.println("NODE_BYTES " + node.substring(5) + " "
+                                    + (long) ((Number) m.getValue().metricValue()).doubleValue());
+                        }
+                    }
                 }
             }
         }
