@@ -23,7 +23,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections import Counter, defaultdict
+from collections import Counter
 from pathlib import Path
 
 FREQ_HZ = 499  # not a multiple of the 100/250/1000 Hz kernel ticks, so no lock-step aliasing
@@ -114,7 +114,6 @@ def jvm_perfmap(pid):
 # ---------------------------------------------------------------- folding
 
 _HASH = re.compile(r"::h[0-9a-f]{16}$")  # legacy Rust mangling's hash suffix
-_GENERIC = re.compile(r"<[^<>]*>")
 
 
 def short_name(sym):
