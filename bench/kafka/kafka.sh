@@ -13,14 +13,15 @@
 # The controller listens on PORT+1. Settings that the bench matches with Sluice's are given
 # as key=value (num.partitions, log.segment.bytes, log.flush.interval.messages, ...); they are
 # appended to the generated DIR/server.properties. Heap: $KAFKA_HEAP_OPTS (default -Xmx1G -Xms1G,
-# as kafka-server-start.sh), JVM flags as kafka-run-class.sh's defaults.
+# as kafka-server-start.sh), JVM flags as kafka-run-class.sh's defaults plus $KAFKA_JVM_EXTRA
+# (bench/run --profile sets -XX:+PreserveFramePointer, so that perf can walk JIT'd frames).
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 cmd="${1:-}"; dir="${2:-}"
-[[ -n "$cmd" && -n "$dir" ]] || { sed -n '2,17p' "$0"; exit 2; }
+[[ -n "$cmd" && -n "$dir" ]] || { sed -n '2,18p' "$0"; exit 2; }
 
 heap="${KAFKA_HEAP_OPTS:--Xmx1G -Xms1G}"
-jvm="-server -XX:+UseG1GC -XX:MaxGCPauseMillis=20 -XX:InitiatingHeapOccupancyPercent=35 -XX:+ExplicitGCInvokesConcurrent -XX:MaxInlineLevel=15 -Djava.awt.headless=true"
+jvm="-server -XX:+UseG1GC -XX:MaxGCPauseMillis=20 -XX:InitiatingHeapOccupancyPercent=35 -XX:+ExplicitGCInvokesConcurrent -XX:MaxInlineLevel=15 -Djava.awt.headless=true ${KAFKA_JVM_EXTRA:-}"
 log4j="-Dlog4j2.configurationFile=$here/log4j2-broker.properties"
 
 format_dir() {  # writes $dir/server.properties (port $port, extra key=value "$@") and formats $dir
@@ -97,5 +98,5 @@ stop)
   fi
   rm -f "$pidf"
   ;;
-*) sed -n '2,17p' "$0"; exit 2 ;;
+*) sed -n '2,18p' "$0"; exit 2 ;;
 esac

@@ -389,6 +389,7 @@ fn report(
     // producers
     let mut publish = Latency::new();
     let (mut acked, mut sent, mut acked_total, mut sent_total, mut scheduled) = (0, 0, 0, 0, 0);
+    let (mut requests, mut request_bytes) = (0u64, 0u64);
     let mut behind: f64 = 0.0;
     for (i, r) in presults.iter().enumerate() {
         publish.merge(&r.latency);
@@ -397,6 +398,8 @@ fn report(
         acked_total += r.acked_total;
         sent_total += r.sent_total;
         scheduled += r.scheduled_in_window;
+        requests += r.requests_in_window;
+        request_bytes += r.request_bytes_in_window;
         behind = behind.max(r.max_behind_ms);
         for (k, v) in &r.errors {
             *errors.entry(format!("produce: {k}")).or_default() += v;
@@ -419,6 +422,17 @@ fn report(
         ("msgs_per_s", Json::Num(per_s(acked))),
         ("mb_per_s", Json::Num(value_mb(acked) / secs)),
         ("sent_msgs_per_s", Json::Num(per_s(sent))),
+        // the issue compares CPU per GiB between brokers that answer at different speeds: a
+        // faster answer means smaller batches and more requests per GiB, so both are reported
+        ("requests", Json::Int(requests as i64)),
+        (
+            "bytes_per_request",
+            if requests > 0 {
+                Json::Num(request_bytes as f64 / requests as f64)
+            } else {
+                Json::Null
+            },
+        ),
         ("records_acked", Json::Int(acked as i64)),
         ("records_acked_total", Json::Int(acked_total as i64)),
         ("records_sent_total", Json::Int(sent_total as i64)),

@@ -76,6 +76,10 @@ pub struct ProducerResult {
     pub acked_total: u64,
     /// Records written in total.
     pub sent_total: u64,
+    /// Produce requests written during the measured window.
+    pub requests_in_window: u64,
+    /// Record batch bytes in those requests (what the broker appends).
+    pub request_bytes_in_window: u64,
     /// Records scheduled in the measured window (fixed rate: the target).
     pub scheduled_in_window: u64,
     /// Publish latency (intended send → ack) of records intended in the window.
@@ -435,6 +439,8 @@ impl Writer<'_> {
         self.result.sent_total += records;
         if self.clock.in_window(now) {
             self.result.sent_in_window += records;
+            self.result.requests_in_window += 1;
+            self.result.request_bytes_in_window += bytes as u64;
         }
         Ok(())
     }
