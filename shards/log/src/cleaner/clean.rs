@@ -323,6 +323,7 @@ struct CleanedWriter {
     index_interval: u32,
     first_timestamp: Option<i64>,
     next_horizon: Option<i64>,
+    now_ms: i64,
 }
 
 impl CleanedWriter {
@@ -345,7 +346,9 @@ impl CleanedWriter {
             self.time_index.maybe_append();
         }
         self.first_timestamp.get_or_insert(h.max_timestamp);
-        if h.attributes & DELETE_HORIZON_BIT != 0 {
+        // A horizon already passed has had its tombstones removed by this clean: only those
+        // still ahead call for another clean.
+        if h.attributes & DELETE_HORIZON_BIT != 0 && h.base_timestamp > self.now_ms {
             let at = h.base_timestamp;
             self.next_horizon = Some(self.next_horizon.map_or(at, |n| n.min(at)));
         }
@@ -398,6 +401,7 @@ async fn clean_segments(
         index_interval: view.config.index_interval_bytes,
         first_timestamp: None,
         next_horizon: None,
+        now_ms: view.now_ms,
     };
     let written = copy_group(&mut w, group, end_offset, ctx, throttler, io_buffer, stats).await;
     if let Err(e) = written {
