@@ -442,6 +442,13 @@ fn crash_round(seed: u64) {
         rx.recv().unwrap()
     };
     // Child: clean, killed at a step or after a random delay.
+    // Half the rounds stop the child at a swap step, half kill it after a random delay.
+    let by_step = rng.below(2) == 0;
+    let crash_at = if by_step {
+        STEPS[rng.below(STEPS.len() as u64) as usize]
+    } else {
+        "none"
+    };
     let mut child = Command::new(std::env::current_exe().unwrap())
         .args([
             "cleaner::tests::crash_child",
@@ -451,30 +458,29 @@ fn crash_round(seed: u64) {
         ])
         .env(CHILD_DIR_ENV, &dir)
         .env(CHILD_SEED_ENV, seed.to_string())
-        .env(
-            "SLUICE_CLEANER_CRASH_AT",
-            if rng.below(2) == 0 {
-                STEPS[rng.below(STEPS.len() as u64) as usize]
-            } else {
-                "none"
-            },
-        )
+        .env("SLUICE_CLEANER_CRASH_AT", crash_at)
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
         .expect("spawn child");
-    let by_step = rng.below(2) == 0;
+    let mut reached = "delay".to_string();
     if by_step {
         let stdout = child.stdout.take().unwrap();
+        reached = "exit".to_string();
         for line in BufReader::new(stdout).lines() {
             let line = line.unwrap_or_default();
             if line.starts_with("CRASH-POINT") || line.starts_with("CHILD-DONE") {
+                reached = line;
                 break;
             }
         }
     } else {
-        std::thread::sleep(Duration::from_millis(rng.below(60)));
+        let ms = rng.below(60);
+        reached = format!("{reached} {ms} ms");
+        std::thread::sleep(Duration::from_millis(ms));
     }
+    // Shown with --nocapture: where each round's kill landed.
+    println!("crash round {seed}: hook {crash_at}, killed at {reached}");
     let _ = child.kill(); // SIGKILL
     let _ = child.wait();
     // Parent: reopen, compare with the model, clean to the end, compare exactly.

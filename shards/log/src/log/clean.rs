@@ -135,10 +135,11 @@ impl Log {
     }
 
     /// Kafka's `replaceSegments`, crash-safe at every step (the loader completes or undoes
-    /// it): the `.cleaned` files are renamed `.swap` (the log's last: its name is the commit
-    /// point); then, with appends and truncations held (as a truncation holds them), the old
-    /// segments' files are renamed `.deleted`, the `.swap` files take the live names, the
-    /// segment map changes in one step and the `.deleted` files go. Returns `false` (and
+    /// it). With appends and truncations held (as a truncation holds them) and the old
+    /// segments checked unchanged: the `.cleaned` files are renamed `.swap` (the log's last:
+    /// its name is the commit point), the old segments' files are renamed `.deleted`, the
+    /// `.swap` files take the live names, the segment map changes in one step; then the
+    /// `.deleted` files go. Returns `false` (and
     /// removes the cleaned files) when the log changed since the clean began (a truncation, or
     /// retention removed one of `old`): the next round starts over.
     pub(crate) async fn replace_segments(
@@ -150,16 +151,13 @@ impl Log {
         let base = cleaned.base_offset;
         let from = cleaned_paths(&self.dir, base);
         let swap = segment_paths(&self.dir, base, SWAP_SUFFIX);
-        for i in [1, 2, 0] {
-            rename(&from[i], &swap[i]).await?;
-        }
-        sync_dir(&self.dir).await?;
-        crash_point("swap");
+        // Held before the `.swap` names exist: a `.swap` on disk is what recovery installs,
+        // so no truncation may change the old segments from then on.
         let guard = match self.begin_truncation().await {
             Ok(guard) => guard,
             Err(e) => {
                 let _ = cleaned.file.close().await;
-                self.remove_files(&swap).await;
+                self.remove_files(&from).await;
                 return Err(e);
             }
         };
@@ -175,10 +173,15 @@ impl Log {
         if !unchanged {
             drop(guard);
             let _ = cleaned.file.close().await;
-            self.remove_files(&swap).await;
+            self.remove_files(&from).await;
             return Ok(false);
         }
         let renamed = async {
+            for i in [1, 2, 0] {
+                rename(&from[i], &swap[i]).await?;
+            }
+            sync_dir(&self.dir).await?;
+            crash_point("swap");
             for s in old {
                 s.set_index_files(None);
                 let live = segment_paths(&self.dir, s.base_offset, "");
