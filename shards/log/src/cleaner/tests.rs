@@ -223,7 +223,10 @@ async fn append_random(
             b = b.record_at(i as i64, Some(&key), value.as_deref());
             recs.push((key, value, now + i as i64));
         }
-        let info = log.append(&b.build()).await.expect("append");
+        let info = log
+            .append(&b.build())
+            .await
+            .unwrap_or_else(|e| panic!("append: {e}"));
         for (i, (key, value, timestamp)) in recs.into_iter().enumerate() {
             model.records.insert(
                 info.first_offset + i as i64,
@@ -251,6 +254,7 @@ async fn clean_fully(cleaner: &LogCleaner, log: &Log, end: i64) {
 }
 
 fn property_round(seed: u64) {
+    println!("property seed {seed}");
     run(move || async move {
         let mut rng = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
         let s = scenario(&mut rng);
