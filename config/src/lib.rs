@@ -212,6 +212,17 @@ pub struct BrokerConfig {
     pub log_retention_bytes: i64,
     /// `log.retention.check.interval.ms`.
     pub log_retention_check_interval_ms: u64,
+    /// `log.cleaner.enable`: each shard compacts its `cleanup.policy=compact` partitions.
+    pub log_cleaner_enable: bool,
+    /// `log.cleaner.backoff.ms`: a shard's cleaner sleeps this long when no log needs a clean.
+    pub log_cleaner_backoff_ms: u64,
+    /// `log.cleaner.dedupe.buffer.size`: offset map memory of all cleaners (divided among
+    /// the shards).
+    pub log_cleaner_dedupe_buffer_size: u64,
+    /// `log.cleaner.io.buffer.size`: bytes per cleaner read and write.
+    pub log_cleaner_io_buffer_size: u64,
+    /// `log.cleaner.io.max.bytes.per.second`: bound on each shard's cleaner reads plus writes.
+    pub log_cleaner_io_max_bytes_per_second: f64,
     /// `log.message.timestamp.type`: `CreateTime` or `LogAppendTime`.
     pub log_message_timestamp_type: String,
     /// `log.message.timestamp.before.max.ms`.
@@ -435,6 +446,11 @@ impl BrokerConfig {
             log_retention_ms: 604_800_000,
             log_retention_bytes: -1,
             log_retention_check_interval_ms: 300_000,
+            log_cleaner_enable: true,
+            log_cleaner_backoff_ms: 15_000,
+            log_cleaner_dedupe_buffer_size: 134_217_728,
+            log_cleaner_io_buffer_size: 524_288,
+            log_cleaner_io_max_bytes_per_second: f64::MAX,
             log_message_timestamp_type: "CreateTime".to_string(),
             log_message_timestamp_before_max_ms: i64::MAX,
             log_message_timestamp_after_max_ms: 3_600_000,

@@ -295,6 +295,56 @@ pub static SETTINGS: &[Setting] = &[
         },
     },
     Setting {
+        name: "log.cleaner.enable",
+        doc: "Run the log cleaner: each shard compacts its partitions whose cleanup.policy contains compact.",
+        apply: |c, v| {
+            c.log_cleaner_enable = boolean(v)?;
+            Ok(())
+        },
+    },
+    Setting {
+        name: "log.cleaner.backoff.ms",
+        doc: "How long a shard's cleaner sleeps when no log needs cleaning.",
+        apply: |c, v| {
+            c.log_cleaner_backoff_ms = int_in(v, 0, i64::MAX)? as u64;
+            Ok(())
+        },
+    },
+    Setting {
+        name: "log.cleaner.dedupe.buffer.size",
+        doc: "Memory of the cleaners' offset maps (key hash -> latest offset), divided among the shards.",
+        apply: |c, v| {
+            c.log_cleaner_dedupe_buffer_size = int_in(v, 1 << 16, i64::MAX)? as u64;
+            Ok(())
+        },
+    },
+    Setting {
+        name: "log.cleaner.io.buffer.size",
+        doc: "Bytes per cleaner read and write.",
+        apply: |c, v| {
+            c.log_cleaner_io_buffer_size = int_in(v, 4096, i64::from(i32::MAX))? as u64;
+            Ok(())
+        },
+    },
+    Setting {
+        name: "log.cleaner.io.max.bytes.per.second",
+        doc: "Bound on each shard's cleaner reads plus writes (default: none).",
+        apply: |c, v| {
+            let n = match v {
+                toml::Value::Float(f) => *f,
+                toml::Value::Integer(i) => *i as f64,
+                toml::Value::String(s) => s.trim().parse::<f64>().map_err(|e| e.to_string())?,
+                _ => return Err("expected a number".into()),
+            };
+            // NaN and non-positive rates are refused.
+            if n.is_nan() || n <= 0.0 {
+                return Err(format!("{n} is not a positive rate"));
+            }
+            c.log_cleaner_io_max_bytes_per_second = n;
+            Ok(())
+        },
+    },
+    Setting {
         name: "auto.create.topics.enable",
         doc: "Create a topic when Metadata or Produce names one that does not exist.",
         apply: |c, v| {

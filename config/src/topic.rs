@@ -416,6 +416,18 @@ fn broker_setting_value(c: &BrokerConfig, name: &str) -> (Option<String>, Config
         "log.retention.check.interval.ms" => {
             (s(c.log_retention_check_interval_ms.to_string()), Long)
         }
+        "log.cleaner.enable" => (s(c.log_cleaner_enable.to_string()), Boolean),
+        "log.cleaner.backoff.ms" => (s(c.log_cleaner_backoff_ms.to_string()), Long),
+        "log.cleaner.dedupe.buffer.size" => (s(c.log_cleaner_dedupe_buffer_size.to_string()), Long),
+        "log.cleaner.io.buffer.size" => (s(c.log_cleaner_io_buffer_size.to_string()), Int),
+        "log.cleaner.io.max.bytes.per.second" => (
+            s(if c.log_cleaner_io_max_bytes_per_second == f64::MAX {
+                "1.7976931348623157E308".to_string()
+            } else {
+                c.log_cleaner_io_max_bytes_per_second.to_string()
+            }),
+            Double,
+        ),
         "log.message.timestamp.type" => (s(c.log_message_timestamp_type.clone()), String),
         "log.message.timestamp.before.max.ms" => {
             (s(c.log_message_timestamp_before_max_ms.to_string()), Long)

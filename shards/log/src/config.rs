@@ -46,6 +46,25 @@ pub struct LogConfig {
     /// default here is no bound (tests append with made-up timestamps); the
     /// broker passes Kafka's default of one hour.
     pub timestamp_after_max_ms: i64,
+    /// Kafka's `cleanup.policy` contains `compact`: the log cleaner keeps the latest record
+    /// per key of the closed segments below the first uncleanable offset.
+    pub cleanup_policy_compact: bool,
+    /// Kafka's `cleanup.policy` contains `delete`: `retention_ms` / `retention_bytes` apply.
+    /// A `compact`-only log is never shortened by time or size.
+    pub cleanup_policy_delete: bool,
+    /// Kafka's `min.cleanable.dirty.ratio` in millionths (0.5 = 500_000): a log is cleaned
+    /// once its dirty bytes reach this share of its cleanable bytes. Millionths keep the
+    /// config `Eq`.
+    pub min_cleanable_dirty_ratio_ppm: u32,
+    /// Kafka's `min.compaction.lag.ms`: a segment whose largest timestamp is newer than this
+    /// is not cleaned (nor anything after it).
+    pub min_compaction_lag_ms: i64,
+    /// Kafka's `max.compaction.lag.ms`: a log whose first dirty batch is older than this is
+    /// cleaned whatever its dirty ratio.
+    pub max_compaction_lag_ms: i64,
+    /// Kafka's `delete.retention.ms`: a tombstone survives this long after the clean that
+    /// first kept it (its batch's delete horizon).
+    pub delete_retention_ms: i64,
 }
 
 /// Kafka's `message.timestamp.type`: whose clock the stored timestamps are.
@@ -73,6 +92,8 @@ impl TimestampType {
 
 /// Kafka's `segment.index.bytes` default: 10 MiB.
 pub const DEFAULT_SEGMENT_INDEX_BYTES: u32 = 10 << 20;
+/// Kafka's `delete.retention.ms` default: one day.
+pub const DEFAULT_DELETE_RETENTION_MS: i64 = 24 * 60 * 60 * 1000;
 /// Seven days, Kafka's default for `segment.ms` and `retention.ms`.
 pub const SEVEN_DAYS_MS: i64 = 7 * 24 * 60 * 60 * 1000;
 
@@ -92,6 +113,12 @@ impl Default for LogConfig {
             timestamp_type: TimestampType::CreateTime,
             timestamp_before_max_ms: i64::MAX,
             timestamp_after_max_ms: i64::MAX,
+            cleanup_policy_compact: false,
+            cleanup_policy_delete: true,
+            min_cleanable_dirty_ratio_ppm: 500_000,
+            min_compaction_lag_ms: 0,
+            max_compaction_lag_ms: i64::MAX,
+            delete_retention_ms: DEFAULT_DELETE_RETENTION_MS,
         }
     }
 }

@@ -13,6 +13,7 @@
 
 mod batch;
 mod checkpoint;
+mod cleaner;
 mod clock;
 mod config;
 mod error;
@@ -27,6 +28,7 @@ mod segment;
 mod tail_cache;
 mod waiters;
 
+pub use cleaner::{CleanerConfig, CleanerStats, LogCleaner, LogToClean};
 pub use clock::{Clock, SystemClock};
 pub use config::{
     LogConfig, TimestampType, DEFAULT_MAX_MESSAGE_BYTES, DEFAULT_SEGMENT_INDEX_BYTES, SEVEN_DAYS_MS,
@@ -37,7 +39,10 @@ pub use leader_epoch::{
     EpochEntry, InvalidEpochEntry, LeaderEpochCheckpointFile, LeaderEpochFileCache,
     LEADER_EPOCH_CHECKPOINT_FILE, UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET,
 };
-pub use log::{remove_deleted_dirs, FetchDataInfo, Log, LogAppendInfo, DELETE_DIR_SUFFIX};
+pub use log::{
+    remove_deleted_dirs, FetchDataInfo, Log, LogAppendInfo, CLEANER_OFFSET_CHECKPOINT_FILE,
+    DELETE_DIR_SUFFIX,
+};
 
 #[cfg(test)]
 mod tests;

@@ -32,6 +32,7 @@ use crate::error::LogError;
 use crate::file_io::{read_exact, write_all};
 use crate::index::{IndexError, OffsetIndex, TimeIndex};
 use crate::leader_epoch::LEADER_EPOCH_CHECKPOINT_FILE;
+use crate::log::{segment_paths, CLEANER_OFFSET_CHECKPOINT_FILE, DELETED_SUFFIX, SWAP_SUFFIX};
 use crate::segment::{
     create_index_files, offset_index_file_name, open_index_file, open_rw, parse_file_name,
     parse_segment_file_name, segment_file_name, time_index_file_name, IndexFiles, LogSegment,
@@ -146,6 +147,7 @@ impl<'a> LogLoader<'a> {
 
     pub async fn load(&self) -> Result<LoadedLog, LogError> {
         self.create_dir().await?;
+        self.recover_swaps().await?;
         let listing = self.list_dir().await?;
         let clean_end = if listing.marker {
             self.read_marker(&self.dir.join(CLEAN_SHUTDOWN_FILE)).await
@@ -252,6 +254,7 @@ impl<'a> LogLoader<'a> {
             } else if is_temp_of(&name, RECOVERY_POINT_FILE)
                 || is_temp_of(&name, LOG_START_OFFSET_FILE)
                 || is_temp_of(&name, LEADER_EPOCH_CHECKPOINT_FILE)
+                || is_temp_of(&name, CLEANER_OFFSET_CHECKPOINT_FILE)
             {
                 leftovers.push(name);
             } else if name.ends_with(".log") {
@@ -268,6 +271,104 @@ impl<'a> LogLoader<'a> {
             remove_if_exists(&self.dir.join(&name)).await?;
         }
         Ok(listing)
+    }
+
+    /// Finishes or undoes a cleaner swap a crash interrupted (Kafka's `LogLoader` handling of
+    /// `.cleaned`, `.swap` and `.deleted` files): `.cleaned` files (a clean that had not
+    /// reached its swap) are removed; a `<base>.log.swap` (the cleaned segment, fully written
+    /// and synced) replaces every segment whose base lies in [base, its last offset] — the
+    /// segments it was cleaned from — and takes the live name, with its index files if they
+    /// are still `.swap` (else the live index files are the new ones, or missing and
+    /// rebuilt); then the `.deleted` files and stray index `.swap` files go.
+    async fn recover_swaps(&self) -> Result<(), LogError> {
+        let names = self.read_names().await?;
+        let mut swaps = Vec::new();
+        let mut done = false;
+        for name in &names {
+            if name.ends_with(".cleaned") {
+                remove_if_exists(&self.dir.join(name)).await?;
+                done = true;
+            } else if let Some(base) = name
+                .strip_suffix(SWAP_SUFFIX)
+                .and_then(parse_segment_file_name)
+            {
+                swaps.push(base);
+            }
+        }
+        swaps.sort_unstable();
+        let mut live: Vec<i64> = names
+            .iter()
+            .filter_map(|n| parse_segment_file_name(n))
+            .collect();
+        live.sort_unstable();
+        for base in swaps {
+            done = true;
+            let swap = segment_paths(self.dir, base, SWAP_SUFFIX);
+            let Some(last) = self.last_offset_of(&swap[0], base).await? else {
+                warn!(file = %swap[0].display(), "removing a cleaned segment without a whole batch");
+                for p in &swap {
+                    remove_if_exists(p).await?;
+                }
+                continue;
+            };
+            for &old in live.iter().filter(|&&b| b >= base && b <= last) {
+                delete_segment_files(self.dir, old).await?;
+            }
+            live.retain(|&b| b < base || b > last);
+            let target = segment_paths(self.dir, base, "");
+            for i in [1, 2, 0] {
+                match glommio::io::rename(&swap[i], &target[i]).await {
+                    Ok(()) => {}
+                    Err(e) => {
+                        let e = std::io::Error::from(e);
+                        if e.kind() != std::io::ErrorKind::NotFound || i == 0 {
+                            return Err(LogError::io(&swap[i], e));
+                        }
+                    }
+                }
+            }
+            info!(dir = %self.dir.display(), base, last, "completed an interrupted cleaner swap");
+        }
+        for name in self.read_names().await? {
+            if name.ends_with(DELETED_SUFFIX) || name.ends_with(SWAP_SUFFIX) {
+                remove_if_exists(&self.dir.join(name)).await?;
+                done = true;
+            }
+        }
+        if done {
+            sync_dir(self.dir).await?;
+        }
+        Ok(())
+    }
+
+    async fn read_names(&self) -> Result<Vec<String>, LogError> {
+        let dir = self.dir.to_path_buf();
+        glommio::executor()
+            .spawn_blocking(move || -> std::io::Result<Vec<String>> {
+                std::fs::read_dir(dir)?
+                    .map(|e| e.map(|e| e.file_name().to_string_lossy().into_owned()))
+                    .collect()
+            })
+            .await
+            .map_err(|e| LogError::io(self.dir, e))
+    }
+
+    /// Last offset of the whole, CRC-valid batches at the start of `path`.
+    async fn last_offset_of(&self, path: &Path, base: i64) -> Result<Option<i64>, LogError> {
+        let file = open_rw(path, false).await?;
+        let size = file.file_size().await.map_err(|e| LogError::io(path, e))?;
+        let scan = self
+            .scan_segment(
+                &file,
+                path,
+                base,
+                size,
+                SegmentScan::new(0, Some(base)),
+                true,
+            )
+            .await;
+        let _ = file.close().await;
+        Ok(scan?.next_offset.filter(|&n| n > base).map(|n| n - 1))
     }
 
     async fn read_marker(&self, path: &Path) -> Option<i64> {
@@ -316,9 +417,11 @@ impl<'a> LogLoader<'a> {
         let mut cut_bytes = 0u64;
         let mut reason = None;
         for (i, &base) in bases.iter().enumerate() {
-            if next_offset.is_some_and(|n| n != base) {
-                // A segment must start where the previous one ended; one that
-                // does not is the start of damage. Drop it and what follows.
+            if next_offset.is_some_and(|n| base < n) {
+                // A segment must start at or after the end of the previous one (after it
+                // when the cleaner removed the previous one's last batches: offsets
+                // increase, with gaps, as in Kafka); one that overlaps is the start of
+                // damage. Drop it and what follows.
                 cut_bytes += self.delete_segments(&bases[i..]).await?;
                 reason = Some(format!(
                     "segment {base} does not start at offset {next_offset:?}"
@@ -702,7 +805,7 @@ pub(crate) async fn delete_segment_files(dir: &Path, base: i64) -> Result<(), Lo
 }
 
 /// Unlinks a file; one that is already gone is fine.
-async fn remove_if_exists(path: &Path) -> Result<(), LogError> {
+pub(crate) async fn remove_if_exists(path: &Path) -> Result<(), LogError> {
     match glommio::io::remove(path).await {
         Ok(()) => Ok(()),
         Err(e) => {
@@ -745,8 +848,10 @@ fn validate(
             Ok(None)
         };
     }
+    // Offsets increase; a compacted log has gaps between batches (Kafka only requires them
+    // to increase too).
     let expected = scan.next_offset.unwrap_or(header.base_offset);
-    if header.base_offset != expected || header.base_offset < base {
+    if header.base_offset < expected || header.base_offset < base {
         return Err(BatchError::BadOffset(header.base_offset));
     }
     // Positions and relative offsets are u32 in the index, as in Kafka.

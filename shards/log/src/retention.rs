@@ -32,10 +32,13 @@ pub(crate) fn deletable_segments(
     let mut remaining = total_size as i128;
     let mut n = 0;
     for c in candidates {
-        let by_time = config.retention_ms >= 0
+        // A compact-only log keeps its data however old or big (Kafka's `cleanup.policy`).
+        let by_time = config.cleanup_policy_delete
+            && config.retention_ms >= 0
             && i128::from(now_ms) - i128::from(c.largest_timestamp)
                 > i128::from(config.retention_ms);
-        let by_size = config.retention_bytes >= 0
+        let by_size = config.cleanup_policy_delete
+            && config.retention_bytes >= 0
             && remaining - c.size as i128 >= i128::from(config.retention_bytes);
         let by_start = c.next_base <= log_start_offset;
         if !(by_time || by_size || by_start) {

@@ -467,6 +467,12 @@ fn corrupt_byte_in_last_batch_is_truncated() {
             if (12..16).contains(&at) {
                 continue;
             }
+            // The base offset is outside the CRC too: flipping one of its low 5 bytes moves it
+            // up within the segment's range, a legal gap since compaction (Kafka only needs
+            // offsets to increase, and does not detect it either). The high bytes still fail.
+            if (3..8).contains(&at) {
+                continue;
+            }
             check_recovers_before_last_batch(dir.clone(), false, |path, start, _| {
                 let mut data = std::fs::read(path).unwrap();
                 data[start as usize + at] ^= 0x5a;

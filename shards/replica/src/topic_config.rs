@@ -11,8 +11,10 @@ use sluice_log::{LogConfig, TimestampType};
 /// log implements are mapped here: `segment.bytes`, `segment.ms`, `segment.index.bytes`,
 /// `index.interval.bytes`, `retention.ms`, `retention.bytes`, `flush.messages`, `flush.ms`,
 /// `max.message.bytes`, `message.timestamp.type`, `message.timestamp.before.max.ms`,
-/// `message.timestamp.after.max.ms`. (`segment.jitter.ms`, `cleanup.policy`,
-/// `min.insync.replicas`, compression and the rest have no log behaviour yet.)
+/// `message.timestamp.after.max.ms`, `cleanup.policy`, `min.cleanable.dirty.ratio`,
+/// `min.compaction.lag.ms`, `max.compaction.lag.ms`, `delete.retention.ms`.
+/// (`segment.jitter.ms`, `min.insync.replicas`, compression and the rest have no log
+/// behaviour yet.)
 pub fn log_config_with_overrides(
     base: &LogConfig,
     configs: &BTreeMap<String, String>,
@@ -51,6 +53,27 @@ pub fn log_config_with_overrides(
     }
     if let Some(n) = int("message.timestamp.after.max.ms").filter(|n| *n >= 0) {
         config.timestamp_after_max_ms = n;
+    }
+    if let Some(policy) = configs.get("cleanup.policy") {
+        let has = |p: &str| policy.split(',').any(|x| x.trim() == p);
+        config.cleanup_policy_compact = has("compact");
+        config.cleanup_policy_delete = has("delete");
+    }
+    if let Some(r) = configs
+        .get("min.cleanable.dirty.ratio")
+        .and_then(|v| v.trim().parse::<f64>().ok())
+        .filter(|r| (0.0..=1.0).contains(r))
+    {
+        config.min_cleanable_dirty_ratio_ppm = (r * 1e6).round() as u32;
+    }
+    if let Some(n) = int("min.compaction.lag.ms").filter(|n| *n >= 0) {
+        config.min_compaction_lag_ms = n;
+    }
+    if let Some(n) = int("max.compaction.lag.ms").filter(|n| *n >= 1) {
+        config.max_compaction_lag_ms = n;
+    }
+    if let Some(n) = int("delete.retention.ms").filter(|n| *n >= 0) {
+        config.delete_retention_ms = n;
     }
     // Kafka's default for both is Long.MAX_VALUE: never forced.
     if let Some(n) = int("flush.messages") {

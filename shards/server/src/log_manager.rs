@@ -7,6 +7,7 @@ use std::future::Future;
 use std::rc::Rc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use sluice_log::{CleanerConfig, LogCleaner};
 use tracing::{debug, info, warn};
 
 use crate::shard_core::ShardCore;
@@ -24,6 +25,58 @@ pub fn spawn_retention(ctx: Rc<ShardCore>) {
         interval,
         |ctx| async move { retention_tick(&ctx).await },
     );
+}
+
+/// Starts the shard's log cleaner (Kafka's `LogCleaner` thread, one per shard here) unless
+/// `log.cleaner.enable` is false: each round cleans the dirtiest compacted log the shard owns;
+/// with none to clean it sleeps `log.cleaner.backoff.ms`. The dedupe buffer is divided among
+/// the shards.
+pub fn spawn_cleaner(ctx: Rc<ShardCore>, shard_count: usize) {
+    let config = &ctx.config;
+    if !config.log_cleaner_enable {
+        return;
+    }
+    let backoff = Duration::from_millis(config.log_cleaner_backoff_ms.max(1));
+    let cleaner = LogCleaner::new(CleanerConfig {
+        dedupe_buffer_bytes: (config.log_cleaner_dedupe_buffer_size / shard_count.max(1) as u64)
+            as usize,
+        io_buffer_bytes: config.log_cleaner_io_buffer_size as usize,
+        io_max_bytes_per_second: config.log_cleaner_io_max_bytes_per_second,
+    });
+    glommio::spawn_local(async move {
+        loop {
+            let logs: Vec<_> = ctx.replicas.partitions().iter().map(|p| p.log()).collect();
+            let cleaned = match cleaner.clean_filthiest(logs).await {
+                Ok(Some((log, stats))) => {
+                    info!(dir = %log.dir().display(), segments = stats.segments_cleaned,
+                        bytes_read = stats.bytes_read, bytes_written = stats.bytes_written,
+                        end_offset = stats.end_offset, aborted = stats.aborted, "log cleaned");
+                    !stats.aborted
+                }
+                Ok(None) => false,
+                Err((log, error)) => {
+                    warn!(dir = %log.dir().display(), %error, "log cleaning failed");
+                    false
+                }
+            };
+            let pause = if cleaned { Duration::ZERO } else { backoff };
+            let stopped = futures_lite::future::or(
+                async {
+                    glommio::timer::sleep(pause).await;
+                    false
+                },
+                async {
+                    ctx.shutdown.wait().await;
+                    true
+                },
+            )
+            .await;
+            if stopped {
+                return;
+            }
+        }
+    })
+    .detach();
 }
 
 /// Forgets idle producer ids every 10 minutes (or every `producer.id.expiration.ms` when that

@@ -20,6 +20,7 @@
 
 mod append;
 mod checkpoints;
+mod clean;
 mod epochs;
 mod flush;
 mod high_watermark;
@@ -39,7 +40,7 @@ use glommio::sync::Semaphore;
 use tracing::error;
 
 use crate::batch::parse_header;
-use crate::checkpoint::new_writer_id;
+use crate::checkpoint::{new_writer_id, read_checkpoint_bytes};
 use crate::clock::{Clock, SystemClock};
 use crate::config::LogConfig;
 use crate::error::LogError;
@@ -48,6 +49,9 @@ use crate::loader::{write_clean_shutdown_marker, LoadStats, LogLoader};
 use crate::segment::{IndexWrite, LogSegment};
 use crate::tail_cache::TailCache;
 use crate::waiters::Waiters;
+
+pub use clean::CLEANER_OFFSET_CHECKPOINT_FILE;
+pub(crate) use clean::{segment_paths, DELETED_SUFFIX, SWAP_SUFFIX};
 
 /// Result of an append, as Kafka's `LogAppendInfo`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -159,6 +163,11 @@ pub struct Log {
     checkpointed_log_start_offset: Cell<Option<i64>>,
     #[cfg_attr(not(test), allow(dead_code))]
     load_stats: LoadStats,
+    /// The cleaner's first dirty offset (`cleaner-offset-checkpoint`); `None`: the log start.
+    first_dirty_offset: Cell<Option<i64>>,
+    /// The earliest delete horizon the last clean left on a batch: once passed, the log is
+    /// cleaned again to remove its tombstones.
+    next_delete_horizon_ms: Cell<Option<i64>>,
 }
 
 impl Log {
@@ -194,6 +203,9 @@ impl Log {
             loaded.log_end_offset,
         )?;
         let epoch_cache_version = u64::from(epoch_cache != on_disk);
+        let first_dirty_offset = read_checkpoint_bytes(&dir, CLEANER_OFFSET_CHECKPOINT_FILE, 4096)
+            .await?
+            .and_then(|b| clean::parse_cleaner_checkpoint(&b));
         let state = LogState {
             segments: loaded.segments,
             log_start_offset: loaded.log_start_offset,
@@ -227,6 +239,8 @@ impl Log {
             checkpointed_recovery_point: Cell::new(loaded.checkpointed_recovery_point),
             checkpointed_log_start_offset: Cell::new(loaded.checkpointed_log_start_offset),
             load_stats: loaded.stats,
+            first_dirty_offset: Cell::new(first_dirty_offset),
+            next_delete_horizon_ms: Cell::new(None),
         });
         log.checkpoint_log_start_offset().await?;
         log.checkpoint_recovery_point().await?;

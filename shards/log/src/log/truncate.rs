@@ -39,7 +39,7 @@ struct Cut {
 }
 
 /// Holds the truncation flag; dropping it lets appends resume.
-struct TruncationGuard<'a> {
+pub(super) struct TruncationGuard<'a> {
     log: &'a Log,
 }
 
@@ -188,7 +188,7 @@ impl Log {
 
     /// Waits for any running truncation to end, then stops appends and waits until every
     /// reserved append is written.
-    async fn begin_truncation(&self) -> Result<TruncationGuard<'_>, LogError> {
+    pub(super) async fn begin_truncation(&self) -> Result<TruncationGuard<'_>, LogError> {
         self.wait_while_truncating().await;
         {
             let mut st = self.state.borrow_mut();

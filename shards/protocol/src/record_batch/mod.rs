@@ -13,7 +13,9 @@ mod records;
 
 pub use builder::RecordBatchBuilder;
 pub use iter::RecordBatches;
-pub use records::{read_records, Record, RecordsError, DECOMPRESSED_BYTES_MAX};
+pub use records::{
+    keyless_record_indexes, read_records, Record, RecordsError, DECOMPRESSED_BYTES_MAX,
+};
 
 use thiserror::Error;
 

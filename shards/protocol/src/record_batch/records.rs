@@ -79,6 +79,69 @@ pub fn read_records(batch: &[u8]) -> Result<Vec<Record>, RecordsError> {
     Ok(records)
 }
 
+/// Indexes (within the batch) of the records without a key, for Kafka's `validateKey`: a
+/// compacted topic refuses them. An uncompressed batch is walked in place (nothing allocated
+/// unless a keyless record is found); a compressed one is decompressed first.
+pub fn keyless_record_indexes(batch: &[u8]) -> Result<Vec<i32>, RecordsError> {
+    let header = parse_header(batch)?;
+    let count = usize::try_from(header.records_count)
+        .map_err(|_| RecordsError::Malformed("negative count"))?;
+    let mut keyless = Vec::new();
+    if header.compression() != Compression::None {
+        for (i, r) in read_records(batch)?.iter().enumerate() {
+            if r.key.is_none() {
+                keyless.push(i as i32);
+            }
+        }
+        return Ok(keyless);
+    }
+    let body = batch
+        .get(RECORD_BATCH_OVERHEAD..header.size_bytes().min(batch.len()))
+        .unwrap_or_default();
+    let mut walker = SliceReader { buf: body, pos: 0 };
+    for i in 0..count {
+        let length = usize::try_from(walker.varlong()?)
+            .map_err(|_| RecordsError::Malformed("negative record length"))?;
+        let end = walker
+            .pos
+            .checked_add(length)
+            .filter(|end| *end <= body.len())
+            .ok_or(RecordsError::Malformed("record past the batch end"))?;
+        walker.pos += 1; // attributes
+        walker.varlong()?; // timestamp delta
+        walker.varlong()?; // offset delta
+        if walker.varlong()? < 0 {
+            keyless.push(i as i32);
+        }
+        walker.pos = end;
+    }
+    Ok(keyless)
+}
+
+/// Varints over a borrowed slice (no copy of the records).
+struct SliceReader<'a> {
+    buf: &'a [u8],
+    pos: usize,
+}
+
+impl SliceReader<'_> {
+    fn varlong(&mut self) -> Result<i64, RecordsError> {
+        let mut raw: u64 = 0;
+        for shift in (0..64).step_by(7) {
+            let b = *self
+                .buf
+                .get(self.pos)
+                .ok_or(RecordsError::Malformed("truncated record"))?;
+            self.pos += 1;
+            raw |= u64::from(b & 0x7f) << shift;
+            if b & 0x80 == 0 {
+                return Ok((raw >> 1) as i64 ^ -((raw & 1) as i64));
+            }
+        }
+        Err(RecordsError::Malformed("varint too long"))
+    }
+}
+
 fn decompress(codec: Compression, body: &[u8]) -> Result<Vec<u8>, RecordsError> {
     let failed = |message: String| RecordsError::Decompress { codec, message };
     match codec {
@@ -234,6 +297,20 @@ mod tests {
         assert_eq!(records[1].timestamp, 1_250);
         assert_eq!(records[0].key.as_deref(), Some(&b"k0"[..]));
         assert_eq!(records[2].value, None);
+    }
+
+    #[test]
+    fn keyless_records_are_found_by_index() {
+        let batch = RecordBatchBuilder::new(1_000)
+            .record(Some(b"k0"), Some(b"v0"))
+            .record(None, Some(b"v1"))
+            .record(Some(b""), None)
+            .record(None, None)
+            .build();
+        assert_eq!(keyless_record_indexes(&batch).unwrap(), vec![1, 3]);
+        let keyed = RecordBatchBuilder::new(1).record(Some(b"k"), None).build();
+        assert!(keyless_record_indexes(&keyed).unwrap().is_empty());
+        assert!(keyless_record_indexes(&batch[..batch.len() - 3]).is_err());
     }
 
     #[test]

@@ -157,6 +157,11 @@ impl Partition {
         self.log.high_watermark()
     }
 
+    /// The partition's log (the shard's log cleaner compacts it).
+    pub fn log(&self) -> Rc<Log> {
+        self.log.clone()
+    }
+
     /// The first offset still in the log.
     pub fn log_start_offset(&self) -> i64 {
         self.log.log_start_offset()

@@ -3,7 +3,9 @@
 //!
 //! Validation follows Kafka's LogValidator at the batch-header level: since Produce v3 a
 //! partition carries exactly one batch of magic 2, whose CRC32C, length and offsets must be sane
-//! and whose size must fit `max.message.bytes`. Records inside (compressed or not) are not
+//! and whose size must fit `max.message.bytes`; a topic whose `cleanup.policy` contains
+//! `compact` also refuses records without a key (Kafka's `validateKey`: INVALID_RECORD with
+//! `record_errors`). Otherwise records inside (compressed or not) are not
 //! decoded: they are stored and served as sent.
 //!
 //! v13 names topics by id (KIP-516): as Kafka's KafkaApis, an id this broker does not know gets
@@ -18,7 +20,9 @@ use sluice_protocol::messages::produce::{
     self as msg, PartitionProduceResponse, ProduceRequest, ProduceResponse, TopicProduceData,
     TopicProduceResponse,
 };
-use sluice_protocol::record_batch::{validate_produce_batch, RecordBatchError, RecordBatches};
+use sluice_protocol::record_batch::{
+    keyless_record_indexes, validate_produce_batch, RecordBatchError, RecordBatches,
+};
 use sluice_replica::{LogAppendInfo, TopicIdPartition};
 use sluice_shard::{MetadataImage, ProducePartition, ShardId, TopicImage};
 
@@ -30,13 +34,31 @@ use crate::{controller_client, leadership, router};
 /// A refusal: Kafka's error code and a message for the client.
 type Refusal = (ErrorCode, Option<String>);
 
+/// A partition's refusal with Kafka's per-record errors (ProduceResponse v8+ `record_errors`).
+#[derive(Debug)]
+struct Refused {
+    code: ErrorCode,
+    message: Option<String>,
+    record_errors: Vec<msg::BatchIndexAndErrorMessage>,
+}
+
+impl From<Refusal> for Refused {
+    fn from((code, message): Refusal) -> Self {
+        Self {
+            code,
+            message,
+            record_errors: Vec::new(),
+        }
+    }
+}
+
 /// A partition's validated batch, bound for its owner shard.
 type Routed = (ShardId, (TopicIdPartition, Bytes));
 
 /// Where one partition of the request stands.
 enum Slot {
     /// Refused before any append.
-    Failed(ErrorCode, Option<String>),
+    Failed(Refused),
     /// Sent for append; index into the routed list.
     Routed(usize),
 }
@@ -60,8 +82,10 @@ pub async fn handle(
             let slot = match name {
                 // An unknown topic id: KafkaApis sets these aside before anything else, acks
                 // included.
-                None => Slot::Failed(ErrorCode::UNKNOWN_TOPIC_ID, None),
-                Some(_) if !acks_valid => Slot::Failed(ErrorCode::INVALID_REQUIRED_ACKS, None),
+                None => Slot::Failed((ErrorCode::UNKNOWN_TOPIC_ID, None).into()),
+                Some(_) if !acks_valid => {
+                    Slot::Failed((ErrorCode::INVALID_REQUIRED_ACKS, None).into())
+                }
                 Some(name) => match route(
                     &image,
                     name,
@@ -73,13 +97,13 @@ pub async fn handle(
                         routed.push(item);
                         Slot::Routed(routed.len() - 1)
                     }
-                    Err((code, message)) => {
-                        if code == ErrorCode::UNKNOWN_TOPIC_OR_PARTITION
+                    Err(refused) => {
+                        if refused.code == ErrorCode::UNKNOWN_TOPIC_OR_PARTITION
                             && image.topic(name).is_none()
                         {
                             unknown_topics.push(name.to_string());
                         }
-                        Slot::Failed(code, message)
+                        Slot::Failed(refused)
                     }
                 },
             };
@@ -135,12 +159,12 @@ fn route(
     partition: i32,
     records: Option<&Bytes>,
     default_max_message_bytes: usize,
-) -> Result<Routed, Refusal> {
+) -> Result<Routed, Refused> {
     let topic = image
         .topic(topic_name)
         .ok_or((ErrorCode::UNKNOWN_TOPIC_OR_PARTITION, None))?;
     if topic.partition(partition).is_none() {
-        return Err((ErrorCode::UNKNOWN_TOPIC_OR_PARTITION, None));
+        return Err((ErrorCode::UNKNOWN_TOPIC_OR_PARTITION, None).into());
     }
     let records = records.ok_or((
         ErrorCode::INVALID_RECORD,
@@ -152,7 +176,8 @@ fn route(
         return Err((
             ErrorCode::INVALID_TOPIC_EXCEPTION,
             Some(format!("cannot append to internal topic {topic_name}")),
-        ));
+        )
+            .into());
     }
     let led = leadership::local_leader(image, topic, partition).map_err(|code| (code, None))?;
     let max_message_bytes = topic
@@ -161,6 +186,13 @@ fn route(
         .and_then(|v| v.parse::<usize>().ok())
         .unwrap_or(default_max_message_bytes);
     validate_batch(&batch, max_message_bytes)?;
+    let compacted = topic
+        .configs
+        .get("cleanup.policy")
+        .is_some_and(|p| p.split(',').any(|x| x.trim() == "compact"));
+    if compacted {
+        validate_keys(&batch, topic_name, partition)?;
+    }
     Ok((led.shard, (led.tp, records.clone())))
 }
 
@@ -202,6 +234,41 @@ fn validate_batch(batch: &Bytes, max_message_bytes: usize) -> Result<(), Refusal
         ));
     }
     Ok(())
+}
+
+/// Kafka's `LogValidator.validateKey`: a compacted topic refuses records without a key, each
+/// named in `record_errors`, with Kafka's messages (`processRecordErrors`: the first three
+/// errors in the partition's message).
+fn validate_keys(batch: &Bytes, topic_name: &str, partition: i32) -> Result<(), Refused> {
+    let keyless = keyless_record_indexes(batch)
+        .map_err(|e| Refused::from((ErrorCode::INVALID_RECORD, Some(e.to_string()))))?;
+    if keyless.is_empty() {
+        return Ok(());
+    }
+    let message = format!(
+        "Compacted topic cannot accept message without key in topic partition {topic_name}-{partition}"
+    );
+    let shown: Vec<String> = keyless
+        .iter()
+        .take(3)
+        .map(|i| format!("RecordError(batchIndex={i}, message='{message}')"))
+        .collect();
+    Err(Refused {
+        code: ErrorCode::INVALID_RECORD,
+        message: Some(format!(
+            "One or more records have been rejected due to {} record errors in total, and only \
+             showing the first three errors at most: [{}]",
+            keyless.len(),
+            shown.join(", ")
+        )),
+        record_errors: keyless
+            .into_iter()
+            .map(|batch_index| msg::BatchIndexAndErrorMessage {
+                batch_index,
+                batch_index_error_message: Some(message.clone()),
+            })
+            .collect(),
+    })
 }
 
 fn batch_error(error: RecordBatchError) -> Refusal {
@@ -280,17 +347,18 @@ fn partition_response(
     slot: Slot,
     results: &[Result<LogAppendInfo, PartitionError>],
 ) -> PartitionProduceResponse {
-    let failed = |code: ErrorCode, message: Option<String>| PartitionProduceResponse {
+    let failed = |refused: Refused| PartitionProduceResponse {
         index,
-        error_code: code.0,
+        error_code: refused.code.0,
         base_offset: -1,
         log_append_time_ms: -1,
         log_start_offset: -1,
-        error_message: message,
+        error_message: refused.message,
+        record_errors: refused.record_errors,
         ..PartitionProduceResponse::default()
     };
     match slot {
-        Slot::Failed(code, message) => failed(code, message),
+        Slot::Failed(refused) => failed(refused),
         Slot::Routed(i) => match &results[i] {
             Ok(info) => PartitionProduceResponse {
                 index,
@@ -300,7 +368,7 @@ fn partition_response(
                 log_start_offset: info.log_start_offset,
                 ..PartitionProduceResponse::default()
             },
-            Err(error) => failed(error.error_code(), Some(error.to_string())),
+            Err(error) => failed((error.error_code(), Some(error.to_string())).into()),
         },
     }
 }
@@ -313,7 +381,7 @@ mod tests {
     use sluice_protocol::record_batch::RecordBatchBuilder;
 
     use super::*;
-    use crate::leadership::tests::{cluster_image, single_node_image, topic, OTHER};
+    use crate::leadership::tests::{cluster_image, single_node_image, topic, LOCAL, OTHER};
 
     const MAX: usize = 1 << 20;
 
@@ -332,11 +400,58 @@ mod tests {
         Bytes::from(bytes)
     }
 
-    fn code(result: Result<Routed, Refusal>) -> ErrorCode {
+    fn code(result: Result<Routed, Refused>) -> ErrorCode {
         match result {
             Ok(_) => ErrorCode::NONE,
-            Err((code, _)) => code,
+            Err(refused) => refused.code,
         }
+    }
+
+    #[test]
+    fn a_compacted_topic_refuses_keyless_records_as_kafka() {
+        let mut image = single_node_image();
+        let mut compacted = topic("c", 9, &[(LOCAL, LOCAL)]);
+        compacted
+            .configs
+            .insert("cleanup.policy".into(), "delete,compact".into());
+        image.put_topic(compacted);
+        let keyless = RecordBatchBuilder::new(1)
+            .record(Some(b"k"), Some(b"v"))
+            .record(None, Some(b"v"))
+            .build();
+        let Err(refused) = route(&image, "c", 0, Some(&keyless), MAX) else {
+            panic!("keyless record accepted");
+        };
+        assert_eq!(refused.code, ErrorCode::INVALID_RECORD);
+        let expected = "Compacted topic cannot accept message without key in topic partition c-0";
+        assert_eq!(
+            refused.message.as_deref(),
+            Some(
+                format!(
+                    "One or more records have been rejected due to 1 record errors in total, \
+                     and only showing the first three errors at most: \
+                     [RecordError(batchIndex=1, message='{expected}')]"
+                )
+                .as_str()
+            )
+        );
+        assert_eq!(refused.record_errors.len(), 1);
+        assert_eq!(refused.record_errors[0].batch_index, 1);
+        assert_eq!(
+            refused.record_errors[0]
+                .batch_index_error_message
+                .as_deref(),
+            Some(expected)
+        );
+        // Keyed records pass; the same keyless batch passes on a delete-only topic.
+        assert_eq!(
+            code(route(&image, "c", 0, Some(&batch()), MAX)),
+            ErrorCode::NONE
+        );
+        assert_eq!(
+            code(route(&image, "t", 0, Some(&keyless), MAX)),
+            ErrorCode::NONE
+        );
     }
 
     #[test]
@@ -447,7 +562,7 @@ mod tests {
     }
 
     fn not_leader() -> Slot {
-        Slot::Failed(ErrorCode::NOT_LEADER_OR_FOLLOWER, None)
+        Slot::Failed((ErrorCode::NOT_LEADER_OR_FOLLOWER, None).into())
     }
 
     #[test]
@@ -533,7 +648,7 @@ mod tests {
             &request,
             vec![vec![
                 not_leader(),
-                Slot::Failed(ErrorCode::UNKNOWN_TOPIC_ID, None),
+                Slot::Failed((ErrorCode::UNKNOWN_TOPIC_ID, None).into()),
             ]],
             &[],
         );
@@ -561,8 +676,7 @@ mod tests {
             11,
             &request(&[1]),
             vec![vec![Slot::Failed(
-                ErrorCode::UNKNOWN_TOPIC_OR_PARTITION,
-                None,
+                (ErrorCode::UNKNOWN_TOPIC_OR_PARTITION, None).into(),
             )]],
             &[],
         );

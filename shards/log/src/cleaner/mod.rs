@@ -1,0 +1,216 @@
+//! The log cleaner (Kafka's `LogCleaner`, `Cleaner`, `LogCleanerManager`): compaction of logs
+//! whose `cleanup.policy` contains `compact`. One [`LogCleaner`] per shard cleans the logs that
+//! shard owns, one log per round, the dirtiest first.
+//!
+//! A clean of one log (`clean::clean_log`, Kafka's `Cleaner.doClean`):
+//! 1. the offset map (key -> latest offset) is filled from the dirty part, from the first
+//!    dirty offset (`cleaner-offset-checkpoint`) up to the first uncleanable offset (the high
+//!    watermark, the active segment, the first segment newer than `min.compaction.lag.ms`);
+//!    when the map fills up first, this clean ends there and the next one goes on (passes);
+//! 2. the segments from the log start up to the map's end are grouped by size (at most
+//!    `segment.bytes` and the index limits per group) and each group is copied into one
+//!    `<base>.log.cleaned` keeping only what `records::filter_batch` keeps;
+//! 3. each cleaned segment is swapped in crash-safely (`Log::replace_segments`);
+//! 4. the map's end becomes the first dirty offset, checkpointed.
+
+pub(crate) mod clean;
+pub(crate) mod offset_map;
+pub(crate) mod records;
+
+use std::cell::{Cell, RefCell};
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+
+use crate::error::LogError;
+use crate::log::Log;
+
+pub use clean::CleanerStats;
+use offset_map::OffsetMap;
+
+/// Per-shard cleaner settings (Kafka's `log.cleaner.*` broker configs, the dedupe buffer
+/// already divided among the shards).
+#[derive(Debug, Clone, PartialEq)]
+pub struct CleanerConfig {
+    /// `log.cleaner.dedupe.buffer.size` / shards: memory of the offset map.
+    pub dedupe_buffer_bytes: usize,
+    /// `log.cleaner.io.buffer.size`: bytes read and written per I/O.
+    pub io_buffer_bytes: usize,
+    /// `log.cleaner.io.max.bytes.per.second`: bound on the cleaner's reads plus writes
+    /// (`f64::MAX`, Kafka's default: none).
+    pub io_max_bytes_per_second: f64,
+}
+
+impl Default for CleanerConfig {
+    fn default() -> Self {
+        Self {
+            dedupe_buffer_bytes: 128 << 20,
+            io_buffer_bytes: 512 << 10,
+            io_max_bytes_per_second: f64::MAX,
+        }
+    }
+}
+
+/// What makes a log worth cleaning now (Kafka's `LogToClean`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct LogToClean {
+    pub first_dirty_offset: i64,
+    pub first_uncleanable_offset: i64,
+    /// Bytes of the segments below the first dirty offset.
+    pub clean_bytes: u64,
+    /// Bytes of the segments from the first dirty offset to the first uncleanable one.
+    pub dirty_bytes: u64,
+    /// `max.compaction.lag.ms` passed for the first dirty batch, or a delete horizon passed:
+    /// cleaned whatever the ratio.
+    pub forced: bool,
+}
+
+impl LogToClean {
+    /// Kafka's `cleanableRatio`: dirty / (clean + dirty).
+    pub fn dirty_ratio(&self) -> f64 {
+        let total = self.clean_bytes + self.dirty_bytes;
+        if total == 0 {
+            0.0
+        } else {
+            self.dirty_bytes as f64 / total as f64
+        }
+    }
+}
+
+/// Bounds the cleaner's I/O rate (Kafka's `Throttler`: checked every 300 ms of I/O) and lets
+/// the other tasks of the shard run between batches.
+pub(crate) struct Throttler {
+    bytes_per_second: f64,
+    window_start: Cell<Instant>,
+    window_bytes: Cell<f64>,
+}
+
+const THROTTLE_CHECK_MS: u64 = 300;
+
+impl Throttler {
+    fn new(bytes_per_second: f64) -> Self {
+        Self {
+            bytes_per_second,
+            window_start: Cell::new(Instant::now()),
+            window_bytes: Cell::new(0.0),
+        }
+    }
+
+    /// Accounts `bytes` of cleaner I/O; sleeps when the rate is above the bound.
+    pub async fn maybe_throttle(&self, bytes: usize) {
+        if self.bytes_per_second < f64::MAX && self.bytes_per_second > 0.0 {
+            self.window_bytes
+                .set(self.window_bytes.get() + bytes as f64);
+            let elapsed = self.window_start.get().elapsed();
+            if elapsed >= Duration::from_millis(THROTTLE_CHECK_MS) {
+                let wanted =
+                    Duration::from_secs_f64(self.window_bytes.get() / self.bytes_per_second);
+                if wanted > elapsed {
+                    glommio::timer::sleep(wanted - elapsed).await;
+                }
+                self.window_start.set(Instant::now());
+                self.window_bytes.set(0.0);
+            }
+        }
+        glommio::yield_if_needed().await;
+    }
+}
+
+/// One shard's cleaner: the offset map (allocated once) and the I/O throttle.
+pub struct LogCleaner {
+    config: CleanerConfig,
+    map: RefCell<Option<OffsetMap>>,
+    throttler: Throttler,
+}
+
+impl LogCleaner {
+    pub fn new(config: CleanerConfig) -> Self {
+        let throttler = Throttler::new(config.io_max_bytes_per_second);
+        Self {
+            config,
+            map: RefCell::new(None),
+            throttler,
+        }
+    }
+
+    /// Kafka's `grabFilthiestCompactedLog` + `cleanLog`: of `logs`, the one with the highest
+    /// dirty ratio at or above its `min.cleanable.dirty.ratio` (or forced by
+    /// `max.compaction.lag.ms` / a passed delete horizon) is cleaned. `None` when none
+    /// qualifies. An error names the log it came from.
+    pub async fn clean_filthiest(
+        &self,
+        logs: impl IntoIterator<Item = Rc<Log>>,
+    ) -> Result<Option<(Rc<Log>, CleanerStats)>, (Rc<Log>, LogError)> {
+        let mut best: Option<(f64, Rc<Log>, LogToClean)> = None;
+        for log in logs {
+            let Some(todo) = log.log_to_clean() else {
+                continue;
+            };
+            let min_ratio = f64::from(log.config().min_cleanable_dirty_ratio_ppm) / 1e6;
+            let ratio = todo.dirty_ratio();
+            if !(todo.forced || (todo.dirty_bytes > 0 && ratio >= min_ratio)) {
+                continue;
+            }
+            let score = if todo.forced { f64::MAX } else { ratio };
+            if best.as_ref().is_none_or(|(s, _, _)| score > *s) {
+                best = Some((score, log, todo));
+            }
+        }
+        let Some((_, log, todo)) = best else {
+            return Ok(None);
+        };
+        match self.clean_with(&log, todo).await {
+            Ok(stats) => Ok(Some((log, stats))),
+            Err(e) => Err((log, e)),
+        }
+    }
+
+    /// Cleans `log` now if it has anything cleanable, whatever its dirty ratio (tests, and the
+    /// rounds `clean_filthiest` chose).
+    pub async fn clean(&self, log: &Log) -> Result<Option<CleanerStats>, LogError> {
+        let Some(todo) = log.log_to_clean() else {
+            return Ok(None);
+        };
+        self.clean_with(log, todo).await.map(Some)
+    }
+
+    async fn clean_with(&self, log: &Log, todo: LogToClean) -> Result<CleanerStats, LogError> {
+        // The map lives across cleans; it is taken out while one runs (one clean at a time
+        // per shard, as the caller runs them one after another).
+        let mut map = self
+            .map
+            .borrow_mut()
+            .take()
+            .unwrap_or_else(|| OffsetMap::new(self.config.dedupe_buffer_bytes));
+        let result = clean::clean_log(
+            log,
+            todo,
+            &mut map,
+            &self.throttler,
+            self.config.io_buffer_bytes.max(4096),
+        )
+        .await;
+        *self.map.borrow_mut() = Some(map);
+        result
+    }
+}
+
+/// Test hook: a crash test's child process stops at the named step of a swap (the parent
+/// then kills it with SIGKILL).
+#[cfg(test)]
+pub(crate) fn crash_point(step: &str) {
+    use std::io::Write;
+    if std::env::var("SLUICE_CLEANER_CRASH_AT").is_ok_and(|s| s == step) {
+        println!("CRASH-POINT {step}");
+        let _ = std::io::stdout().flush();
+        loop {
+            std::thread::sleep(Duration::from_secs(1));
+        }
+    }
+}
+
+#[cfg(not(test))]
+#[inline(always)]
+pub(crate) fn crash_point(_step: &str) {}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,186 @@
+"""Log compaction, as Kafka 4.4 does it: a topic with cleanup.policy=compact, 1 MiB segments and
+min.cleanable.dirty.ratio=0.01 gets many updates of few keys (kafka-python); the broker's cleaner
+(log.cleaner.backoff.ms shortened) compacts the closed segments until DescribeLogDirs reports the
+partition shrunk; a consumer reading from the start then sees, per key, the latest value, offsets
+still increasing. A record without a key is refused on such a topic (Kafka's LogValidator
+.validateKey): INVALID_RECORD (87), with the per-record error naming the record in the batch
+(kafka-python raises it for that record, and a batch-mate's error says its batch held an invalid
+record) and the same refusal through librdkafka (confluent-kafka)."""
+
+import struct
+import time
+
+import pytest
+from confluent_kafka import KafkaError, Producer
+from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
+from kafka import errors as Errors
+from kafka.admin import NewTopic
+from kafka.record.default_records import DefaultRecordBatchBuilder
+
+import wire
+
+BROKER_SETTINGS = {"log.cleaner.backoff.ms": 200}
+TOPIC = "compact-keyed"
+KEYS = 20
+UPDATES = 6000
+VALUE_PAD = "x" * 1000
+
+
+def _partition_size(admin, topic):
+    """The partition's size as DescribeLogDirs reports it (bytes of its segments)."""
+    sizes = []
+    for response in admin.describe_log_dirs(topic_partitions={topic: [0]}):
+        for log_dir in response["log_dirs"]:
+            for t in log_dir["topics"]:
+                if t["name"] != topic:
+                    continue
+                sizes.extend(p["partition_size"] for p in t["partitions"] if p["partition_index"] == 0)
+    assert sizes, f"DescribeLogDirs names {topic}-0"
+    return max(sizes)
+
+
+def _create(admin, topic, configs):
+    admin.create_topics([NewTopic(topic, 1, 1, topic_configs=configs)])
+    deadline = time.time() + 30
+    while time.time() < deadline:
+        if topic in admin.list_topics():
+            return
+        time.sleep(0.2)
+    raise AssertionError(f"{topic} not created")
+
+
+def test_compacted_topic_shrinks_and_keeps_the_latest_value_per_key(broker):
+    bs = broker.bootstrap
+    admin = KafkaAdminClient(bootstrap_servers=bs)
+    try:
+        _create(admin, TOPIC, {
+            "cleanup.policy": "compact",
+            "segment.bytes": "1048576",
+            "min.cleanable.dirty.ratio": "0.01",
+        })
+        producer = KafkaProducer(bootstrap_servers=bs, acks="all", linger_ms=5)
+        latest = {}
+        for i in range(UPDATES):
+            key = f"k{i % KEYS}"
+            value = f"{i}|{VALUE_PAD}"
+            producer.send(TOPIC, key=key.encode(), value=value.encode(), partition=0)
+            latest[key] = value
+        producer.flush()
+        producer.close()
+        written = UPDATES * (len(VALUE_PAD) + 8)
+        deadline = time.time() + 90
+        size = _partition_size(admin, TOPIC)
+        while size > written // 3 and time.time() < deadline:
+            time.sleep(0.5)
+            size = _partition_size(admin, TOPIC)
+        assert size <= written // 3, f"compaction shrank the partition from ~{written} bytes: {size}"
+
+        consumer = KafkaConsumer(bootstrap_servers=bs, auto_offset_reset="earliest", enable_auto_commit=False,
+                                 consumer_timeout_ms=10_000)
+        tp = TopicPartition(TOPIC, 0)
+        consumer.assign([tp])
+        consumer.seek_to_beginning(tp)
+        end = consumer.end_offsets([tp])[tp]
+        assert end == UPDATES, "offsets are never rewritten: the log end stays"
+        seen = {}
+        offsets = []
+        for record in consumer:
+            offsets.append(record.offset)
+            seen[record.key.decode()] = record.value.decode()
+            if record.offset >= end - 1:
+                break
+        consumer.close()
+        assert offsets == sorted(set(offsets)), "offsets increase"
+        assert offsets[-1] == UPDATES - 1, "the last record is kept"
+        assert len(offsets) < UPDATES // 2, f"superseded records are gone: {len(offsets)} of {UPDATES} read"
+        assert seen == latest, "the latest value of every key survives"
+    finally:
+        admin.close()
+
+
+def test_keyless_record_is_refused_on_a_compacted_topic(broker):
+    bs = broker.bootstrap
+    topic = "compact-keyless"
+    admin = KafkaAdminClient(bootstrap_servers=bs)
+    try:
+        _create(admin, topic, {"cleanup.policy": "compact,delete"})
+    finally:
+        admin.close()
+    producer = KafkaProducer(bootstrap_servers=bs, acks="all", linger_ms=500, retries=0)
+    keyed = producer.send(topic, key=b"k", value=b"v", partition=0)
+    keyless = producer.send(topic, value=b"no key", partition=0)
+    producer.flush()
+    producer.close()
+    with pytest.raises(Errors.InvalidRecordError) as refused:
+        keyless.get(timeout=10)
+    assert str(refused.value).endswith(
+        f"Compacted topic cannot accept message without key in topic partition {topic}-0"), str(refused.value)
+    with pytest.raises(Errors.KafkaError) as batch_mate:
+        keyed.get(timeout=10)
+    assert "part of a batch which had one more more invalid records" in str(batch_mate.value), str(batch_mate.value)
+
+    errors = []
+    p = Producer({"bootstrap.servers": bs, "retries": 0})
+    p.produce(topic, value=b"no key", partition=0, on_delivery=lambda err, msg: errors.append(err))
+    p.produce(topic, key=b"k", value=b"keyed", partition=0, on_delivery=lambda err, msg: errors.append(err))
+    p.flush(15)
+    assert len(errors) == 2
+    assert errors[0] is not None and errors[0].code() == KafkaError.INVALID_RECORD, errors[0]
+
+
+def _produce_v9(broker, topic, records):
+    """One Produce v9 of one batch of (key, value) records; the partition's response fields."""
+    builder = DefaultRecordBatchBuilder(2, 0, False, -1, -1, -1, 1 << 20)
+    now = int(time.time() * 1000)
+    for offset, (key, value) in enumerate(records):
+        builder.append(offset, now, key, value, [])
+    batch = bytes(builder.build())
+    partition = struct.pack(">i", 0) + wire.uvarint(len(batch) + 1) + batch + b"\x00"
+    topic_data = wire.cstring(topic) + wire.carray([partition]) + b"\x00"
+    body = wire.cstring(None) + struct.pack(">hi", -1, 10_000) + wire.carray([topic_data]) + b"\x00"
+    r = wire.call(broker, 0, 9, body)
+
+    def record_error(r):
+        e = (r.take("i"), r.string())
+        r.tags()
+        return e
+
+    def partition_response(r):
+        p = {"index": r.take("i"), "error_code": r.take("h"), "base_offset": r.take("q"),
+             "log_append_time_ms": r.take("q"), "log_start_offset": r.take("q"),
+             "record_errors": r.array(record_error), "error_message": r.string()}
+        r.tags()
+        return p
+
+    def topic_response(r):
+        t = (r.string(), r.array(partition_response))
+        r.tags()
+        return t
+
+    [(name, [p])] = r.array(topic_response)
+    assert name == topic
+    return p
+
+
+def test_keyless_refusal_carries_kafkas_record_errors_and_message(broker):
+    topic = "compact-keyless-wire"
+    admin = KafkaAdminClient(bootstrap_servers=broker.bootstrap)
+    try:
+        _create(admin, topic, {"cleanup.policy": "compact"})
+    finally:
+        admin.close()
+    deadline = time.time() + 30
+    while True:
+        p = _produce_v9(broker, topic, [(b"k", b"v"), (None, b"a"), (b"k2", None), (None, None)])
+        if p["error_code"] != 6 or time.time() > deadline:  # NOT_LEADER_OR_FOLLOWER while electing
+            break
+        time.sleep(0.2)
+    per_record = f"Compacted topic cannot accept message without key in topic partition {topic}-0"
+    assert p["error_code"] == 87, p
+    assert p["base_offset"] == -1, p
+    assert p["record_errors"] == [(1, per_record), (3, per_record)], p
+    shown = ", ".join(f"RecordError(batchIndex={i}, message='{per_record}')" for i in (1, 3))
+    assert p["error_message"] == ("One or more records have been rejected due to 2 record errors in total, "
+                                  f"and only showing the first three errors at most: [{shown}]"), p
+    ok = _produce_v9(broker, topic, [(b"k", b"v"), (b"k2", None)])
+    assert ok["error_code"] == 0 and ok["record_errors"] == [] and ok["error_message"] is None, ok
