@@ -39,6 +39,17 @@ pub fn local_leader<'a>(
     if partition.leader != image.local_node_id {
         return Err(ErrorCode::NOT_LEADER_OR_FOLLOWER);
     }
+    hosted(image, topic, partition, index)
+}
+
+/// The shard hosting `partition` (index `index` of `topic`) here; NOT_LEADER_OR_FOLLOWER when
+/// the shard table has none for it.
+fn hosted<'a>(
+    image: &MetadataImage,
+    topic: &'a TopicImage,
+    partition: &'a PartitionImage,
+    index: i32,
+) -> Result<Led<'a>, ErrorCode> {
     let tp = TopicIdPartition {
         topic_id: topic.topic_id,
         partition: index,
@@ -72,19 +83,7 @@ pub fn local_replica<'a>(
     if !partition.replicas.contains(&image.local_node_id) {
         return Err(ErrorCode::NOT_LEADER_OR_FOLLOWER);
     }
-    let tp = TopicIdPartition {
-        topic_id: topic.topic_id,
-        partition: index,
-    };
-    let shard = image
-        .shard_table
-        .shard_of(&tp)
-        .ok_or(ErrorCode::NOT_LEADER_OR_FOLLOWER)?;
-    Ok(Led {
-        partition,
-        tp,
-        shard,
-    })
+    hosted(image, topic, partition, index)
 }
 
 /// `local_leader` for a topic named by the request; an unknown name is

@@ -60,18 +60,7 @@ pub fn spawn_cleaner(ctx: Rc<ShardCore>, shard_count: usize) {
                 }
             };
             let pause = if cleaned { Duration::ZERO } else { backoff };
-            let stopped = futures_lite::future::or(
-                async {
-                    glommio::timer::sleep(pause).await;
-                    false
-                },
-                async {
-                    ctx.shutdown.wait().await;
-                    true
-                },
-            )
-            .await;
-            if stopped {
+            if sleep_unless_shutdown(&ctx, pause).await {
                 return;
             }
         }
@@ -100,24 +89,28 @@ where
 {
     glommio::spawn_local(async move {
         loop {
-            let stopped = futures_lite::future::or(
-                async {
-                    glommio::timer::sleep(interval).await;
-                    false
-                },
-                async {
-                    ctx.shutdown.wait().await;
-                    true
-                },
-            )
-            .await;
-            if stopped {
+            if sleep_unless_shutdown(&ctx, interval).await {
                 return;
             }
             tick(ctx.clone()).await;
         }
     })
     .detach();
+}
+
+/// Sleeps `pause`, or less when the shard shuts down meanwhile; true when it did.
+async fn sleep_unless_shutdown(ctx: &ShardCore, pause: Duration) -> bool {
+    futures_lite::future::or(
+        async {
+            glommio::timer::sleep(pause).await;
+            false
+        },
+        async {
+            ctx.shutdown.wait().await;
+            true
+        },
+    )
+    .await
 }
 
 async fn retention_tick(ctx: &ShardCore) {
