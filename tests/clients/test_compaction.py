@@ -17,6 +17,7 @@ from kafka import errors as Errors
 from kafka.admin import NewTopic
 from kafka.record.default_records import DefaultRecordBatchBuilder
 
+import kafka_cli
 import wire
 
 BROKER_SETTINGS = {"log.cleaner.backoff.ms": 200}
@@ -49,6 +50,55 @@ def _create(admin, topic, configs):
     raise AssertionError(f"{topic} not created")
 
 
+def _produce_updates(bs, topic):
+    """UPDATES records over KEYS keys to partition 0; the latest value per key."""
+    producer = KafkaProducer(bootstrap_servers=bs, acks="all", linger_ms=5)
+    latest = {}
+    for i in range(UPDATES):
+        key = f"k{i % KEYS}"
+        value = f"{i}|{VALUE_PAD}"
+        producer.send(topic, key=key.encode(), value=value.encode(), partition=0)
+        latest[key] = value
+    producer.flush()
+    producer.close()
+    return latest
+
+
+def _wait_compacted(admin, topic):
+    """Waits until DescribeLogDirs shows the partition at a third of what was written, at most."""
+    written = UPDATES * (len(VALUE_PAD) + 8)
+    deadline = time.time() + 90
+    size = _partition_size(admin, topic)
+    while size > written // 3 and time.time() < deadline:
+        time.sleep(0.5)
+        size = _partition_size(admin, topic)
+    assert size <= written // 3, f"compaction shrank the partition from ~{written} bytes: {size}"
+
+
+def _check_latest_per_key(bs, topic, latest):
+    """Reads the partition from the start: the latest value of every key, offsets increasing and
+    never rewritten, the superseded records gone."""
+    consumer = KafkaConsumer(bootstrap_servers=bs, auto_offset_reset="earliest", enable_auto_commit=False,
+                             consumer_timeout_ms=10_000)
+    tp = TopicPartition(topic, 0)
+    consumer.assign([tp])
+    consumer.seek_to_beginning(tp)
+    end = consumer.end_offsets([tp])[tp]
+    assert end == UPDATES, "offsets are never rewritten: the log end stays"
+    seen = {}
+    offsets = []
+    for record in consumer:
+        offsets.append(record.offset)
+        seen[record.key.decode()] = record.value.decode()
+        if record.offset >= end - 1:
+            break
+    consumer.close()
+    assert offsets == sorted(set(offsets)), "offsets increase"
+    assert offsets[-1] == UPDATES - 1, "the last record is kept"
+    assert len(offsets) < UPDATES // 2, f"superseded records are gone: {len(offsets)} of {UPDATES} read"
+    assert seen == latest, "the latest value of every key survives"
+
+
 def test_compacted_topic_shrinks_and_keeps_the_latest_value_per_key(broker):
     bs = broker.bootstrap
     admin = KafkaAdminClient(bootstrap_servers=bs)
@@ -58,42 +108,41 @@ def test_compacted_topic_shrinks_and_keeps_the_latest_value_per_key(broker):
             "segment.bytes": "1048576",
             "min.cleanable.dirty.ratio": "0.01",
         })
-        producer = KafkaProducer(bootstrap_servers=bs, acks="all", linger_ms=5)
-        latest = {}
-        for i in range(UPDATES):
-            key = f"k{i % KEYS}"
-            value = f"{i}|{VALUE_PAD}"
-            producer.send(TOPIC, key=key.encode(), value=value.encode(), partition=0)
-            latest[key] = value
-        producer.flush()
-        producer.close()
-        written = UPDATES * (len(VALUE_PAD) + 8)
-        deadline = time.time() + 90
-        size = _partition_size(admin, TOPIC)
-        while size > written // 3 and time.time() < deadline:
-            time.sleep(0.5)
-            size = _partition_size(admin, TOPIC)
-        assert size <= written // 3, f"compaction shrank the partition from ~{written} bytes: {size}"
+        latest = _produce_updates(bs, TOPIC)
+        _wait_compacted(admin, TOPIC)
+        _check_latest_per_key(bs, TOPIC, latest)
+    finally:
+        admin.close()
 
-        consumer = KafkaConsumer(bootstrap_servers=bs, auto_offset_reset="earliest", enable_auto_commit=False,
-                                 consumer_timeout_ms=10_000)
-        tp = TopicPartition(TOPIC, 0)
-        consumer.assign([tp])
-        consumer.seek_to_beginning(tp)
-        end = consumer.end_offsets([tp])[tp]
-        assert end == UPDATES, "offsets are never rewritten: the log end stays"
-        seen = {}
-        offsets = []
-        for record in consumer:
-            offsets.append(record.offset)
-            seen[record.key.decode()] = record.value.decode()
-            if record.offset >= end - 1:
-                break
-        consumer.close()
-        assert offsets == sorted(set(offsets)), "offsets increase"
-        assert offsets[-1] == UPDATES - 1, "the last record is kept"
-        assert len(offsets) < UPDATES // 2, f"superseded records are gone: {len(offsets)} of {UPDATES} read"
-        assert seen == latest, "the latest value of every key survives"
+
+def test_kafka_configs_turns_compaction_on_at_run_time(broker):
+    """A topic created with Kafka's default policy (delete) keeps every update; Kafka 4.4's
+    kafka-configs then sets cleanup.policy=compact and the dirty ratio on the running broker, and
+    the cleaner compacts what is already there. An out-of-range ratio is refused with Kafka's
+    INVALID_CONFIG message and changes nothing."""
+    bs = broker.bootstrap
+    topic = "compact-later"
+    admin = KafkaAdminClient(bootstrap_servers=bs)
+    try:
+        _create(admin, topic, {"segment.bytes": "1048576"})
+        latest = _produce_updates(bs, topic)
+        written = UPDATES * (len(VALUE_PAD) + 8)
+        assert _partition_size(admin, topic) >= written, "cleanup.policy=delete keeps every update"
+
+        refused = kafka_cli.run("kafka-configs", "--bootstrap-server", bs, "--alter", "--entity-type", "topics",
+                                "--entity-name", topic, "--add-config", "min.cleanable.dirty.ratio=1.5",
+                                check=False)
+        out = refused.stdout + refused.stderr
+        assert refused.returncode != 0, out
+        assert "Invalid value 1.5 for configuration min.cleanable.dirty.ratio" in out, out
+
+        kafka_cli.run("kafka-configs", "--bootstrap-server", bs, "--alter", "--entity-type", "topics",
+                      "--entity-name", topic, "--add-config", "cleanup.policy=compact,min.cleanable.dirty.ratio=0.01")
+        described = kafka_cli.run("kafka-configs", "--bootstrap-server", bs, "--describe", "--entity-type", "topics",
+                                  "--entity-name", topic).stdout
+        assert "cleanup.policy=compact" in described and "min.cleanable.dirty.ratio=0.01" in described, described
+        _wait_compacted(admin, topic)
+        _check_latest_per_key(bs, topic, latest)
     finally:
         admin.close()
 
