@@ -7,8 +7,10 @@ still increasing. A record without a key is refused on such a topic (Kafka's Log
 (kafka-python raises it for that record, and a batch-mate's error says its batch held an invalid
 record) and the same refusal through librdkafka (confluent-kafka)."""
 
+import re
 import struct
 import time
+import urllib.request
 
 import pytest
 from confluent_kafka import KafkaError, Producer
@@ -17,6 +19,7 @@ from kafka import errors as Errors
 from kafka.admin import NewTopic
 from kafka.record.default_records import DefaultRecordBatchBuilder
 
+import harness
 import kafka_cli
 import wire
 
@@ -233,3 +236,40 @@ def test_keyless_refusal_carries_kafkas_record_errors_and_message(broker):
                                   f"and only showing the first three errors at most: [{shown}]"), p
     ok = _produce_v9(broker, topic, [(b"k", b"v"), (b"k2", None)])
     assert ok["error_code"] == 0 and ok["record_errors"] == [] and ok["error_message"] is None, ok
+
+
+def test_the_cleaners_work_shows_in_the_metrics(tmp_path):
+    """(Sluice only: Kafka shows its LogCleaner metrics over JMX.) After a compaction, the
+    shards' cleaner metrics count at least one clean that read more than it wrote."""
+    if harness.TARGET != "sluice":
+        pytest.skip("Kafka's LogCleaner metrics are JMX beans, not a Prometheus endpoint")
+    metrics_port = harness.free_port()
+    b = harness.Broker(tmp_path / "cleaner-metrics", {**BROKER_SETTINGS,
+                                                       "sluice.metrics.listener": f"127.0.0.1:{metrics_port}"})
+    b.start()
+    try:
+        topic = "compact-metrics"
+        admin = KafkaAdminClient(bootstrap_servers=b.bootstrap)
+        try:
+            _create(admin, topic, {"cleanup.policy": "compact", "segment.bytes": "1048576",
+                                   "min.cleanable.dirty.ratio": "0.01"})
+            _produce_updates(b.bootstrap, topic)
+            _wait_compacted(admin, topic)
+        finally:
+            admin.close()
+        with urllib.request.urlopen(f"http://127.0.0.1:{metrics_port}/metrics", timeout=10) as r:
+            text = r.read().decode()
+
+        def total(name):
+            values = [float(v) for v in re.findall(rf'^{name}\{{shard="\d+"\}} (\S+)$', text, re.M)]
+            assert values, f"{name} is exposed per shard"
+            return sum(values)
+
+        assert total("sluice_log_cleaner_runs_total") >= 1
+        read, written = total("sluice_log_cleaner_read_bytes_total"), total("sluice_log_cleaner_written_bytes_total")
+        assert read > written > 0, (read, written)
+        recopy = [float(v) for v in re.findall(
+            r'^kafka_log_logcleaner_cleaner_recopy_percent\{shard="\d+"\} (\S+)$', text, re.M)]
+        assert recopy and min(recopy) < 100, recopy
+    finally:
+        assert b.stop() in b.clean_exit_codes()

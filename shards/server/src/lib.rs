@@ -155,7 +155,7 @@ async fn serve(start: ShardStart) -> Result<(), String> {
     );
     pump::spawn_pumps(ctx.clone(), receivers);
     log_manager::spawn_retention(ctx.core.clone());
-    log_manager::spawn_cleaner(ctx.core.clone(), shard_count);
+    log_manager::spawn_cleaner(ctx.clone(), shard_count);
     // Armed before the first image: a broker that never gets one (its controllers cannot be
     // reached) must still stop when told to.
     let trigger = ctx.clone();

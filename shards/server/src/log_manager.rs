@@ -10,6 +10,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use sluice_log::{CleanerConfig, LogCleaner};
 use tracing::{debug, info, warn};
 
+use crate::context::ShardContext;
 use crate::shard_core::ShardCore;
 
 /// Segments one partition may delete per tick; the rest wait for the next tick.
@@ -31,7 +32,7 @@ pub fn spawn_retention(ctx: Rc<ShardCore>) {
 /// `log.cleaner.enable` is false: each round cleans the dirtiest compacted log the shard owns;
 /// with none to clean it sleeps `log.cleaner.backoff.ms`. The dedupe buffer is divided among
 /// the shards.
-pub fn spawn_cleaner(ctx: Rc<ShardCore>, shard_count: usize) {
+pub fn spawn_cleaner(ctx: Rc<ShardContext>, shard_count: usize) {
     let config = &ctx.config;
     if !config.log_cleaner_enable {
         return;
@@ -46,8 +47,16 @@ pub fn spawn_cleaner(ctx: Rc<ShardCore>, shard_count: usize) {
     glommio::spawn_local(async move {
         loop {
             let logs: Vec<_> = ctx.replicas.partitions().iter().map(|p| p.log()).collect();
+            let started = std::time::Instant::now();
             let cleaned = match cleaner.clean_filthiest(logs).await {
                 Ok(Some((log, stats))) => {
+                    if let Some(metrics) = &ctx.metrics {
+                        metrics.log_cleaned(
+                            stats.bytes_read,
+                            stats.bytes_written,
+                            started.elapsed(),
+                        );
+                    }
                     info!(dir = %log.dir().display(), segments = stats.segments_cleaned,
                         bytes_read = stats.bytes_read, bytes_written = stats.bytes_written,
                         end_offset = stats.end_offset, aborted = stats.aborted, "log cleaned");
@@ -60,7 +69,7 @@ pub fn spawn_cleaner(ctx: Rc<ShardCore>, shard_count: usize) {
                 }
             };
             let pause = if cleaned { Duration::ZERO } else { backoff };
-            if sleep_unless_shutdown(&ctx, pause).await {
+            if sleep_unless_shutdown(&ctx.core, pause).await {
                 return;
             }
         }

@@ -124,6 +124,14 @@ pub struct ShardCounters {
     pub fetch_session_partitions: AtomicU64,
     /// Sessions evicted to make room for others, since start.
     pub fetch_session_evictions: AtomicU64,
+    /// Cleans the shard's log cleaner finished (an aborted one included), since start.
+    pub cleaner_runs: AtomicU64,
+    /// Bytes the cleaner read and wrote, since start.
+    pub cleaner_read_bytes: AtomicU64,
+    pub cleaner_written_bytes: AtomicU64,
+    /// The last clean: its duration (µs) and its bytes written per 100 bytes read.
+    pub cleaner_last_clean_us: AtomicU64,
+    pub cleaner_last_recopy_percent: AtomicU64,
 }
 
 impl ShardCounters {
@@ -141,6 +149,11 @@ impl ShardCounters {
             fetch_sessions: AtomicU64::new(0),
             fetch_session_partitions: AtomicU64::new(0),
             fetch_session_evictions: AtomicU64::new(0),
+            cleaner_runs: AtomicU64::new(0),
+            cleaner_read_bytes: AtomicU64::new(0),
+            cleaner_written_bytes: AtomicU64::new(0),
+            cleaner_last_clean_us: AtomicU64::new(0),
+            cleaner_last_recopy_percent: AtomicU64::new(0),
         }
     }
 }
@@ -271,6 +284,19 @@ impl ShardMetrics {
             .store(partitions as u64, Ordering::Relaxed);
         c.fetch_session_evictions
             .store(evictions, Ordering::Relaxed);
+    }
+
+    /// The shard's cleaner finished a clean that read `read` bytes and wrote `written` in
+    /// `elapsed`.
+    pub fn log_cleaned(&self, read: u64, written: u64, elapsed: std::time::Duration) {
+        let c = &self.counters;
+        add(&c.cleaner_runs, 1);
+        add(&c.cleaner_read_bytes, read);
+        add(&c.cleaner_written_bytes, written);
+        c.cleaner_last_clean_us
+            .store(elapsed.as_micros() as u64, Ordering::Relaxed);
+        c.cleaner_last_recopy_percent
+            .store(written * 100 / read.max(1), Ordering::Relaxed);
     }
 
     /// A response of `bytes` (frame, size prefix included) was written.

@@ -205,7 +205,7 @@ fn encode_requests(out: &mut Exposition, registry: &Registry) {
 /// leaders, busy and idle time.
 fn encode_shards(out: &mut Exposition, registry: &Registry, stats: &[Option<ShardStats>]) {
     let labels: Vec<String> = (0..registry.shards.len()).map(|i| i.to_string()).collect();
-    let gauges: [KindedFamily<super::ShardCounters, u64>; 8] = [
+    let gauges: [KindedFamily<super::ShardCounters, u64>; 13] = [
         (
             "kafka_network_requestchannel_requestqueuesize",
             Kind::Gauge,
@@ -253,6 +253,36 @@ fn encode_shards(out: &mut Exposition, registry: &Registry, stats: &[Option<Shar
             Kind::Counter,
             "Fetch sessions the shard evicted to make room for new ones (kafka.server:type=FetchSessionCache,name=IncrementalFetchSessionEvictionsPerSec).",
             |c| c.fetch_session_evictions.load(Ordering::Relaxed),
+        ),
+        (
+            "sluice_log_cleaner_runs_total",
+            Kind::Counter,
+            "Cleans the shard's log cleaner finished (Kafka's LogCleaner threads: one per shard here).",
+            |c| c.cleaner_runs.load(Ordering::Relaxed),
+        ),
+        (
+            "sluice_log_cleaner_read_bytes_total",
+            Kind::Counter,
+            "Bytes the shard's log cleaner read (building the offset map and copying).",
+            |c| c.cleaner_read_bytes.load(Ordering::Relaxed),
+        ),
+        (
+            "sluice_log_cleaner_written_bytes_total",
+            Kind::Counter,
+            "Bytes the shard's log cleaner wrote into cleaned segments.",
+            |c| c.cleaner_written_bytes.load(Ordering::Relaxed),
+        ),
+        (
+            "kafka_log_logcleaner_max_clean_time_secs",
+            Kind::Gauge,
+            "Seconds the shard's last clean took (kafka.log:type=LogCleaner,name=max-clean-time-secs: the last run's).",
+            |c| c.cleaner_last_clean_us.load(Ordering::Relaxed) / 1_000_000,
+        ),
+        (
+            "kafka_log_logcleaner_cleaner_recopy_percent",
+            Kind::Gauge,
+            "Bytes written per 100 bytes read by the shard's last clean (kafka.log:type=LogCleaner,name=cleaner-recopy-percent).",
+            |c| c.cleaner_last_recopy_percent.load(Ordering::Relaxed),
         ),
     ];
     for (name, kind, help, value) in gauges {
