@@ -4,7 +4,7 @@ what is installed. Used by tests/compat/generate (COMPATIBILITY.md, "Versions") 
     python3 tests/clients/versions.py        # prints the table
 
 Pins: tests/clients/requirements.txt (Python), node/package.json + package-lock.json (kafkajs),
-go/go.mod + go.sum (franz-go, kadm, kmsg, Sarama), java/pom.xml (kafka-clients),
+go/go.mod + go.sum (franz-go, kadm, kmsg, Sarama), java/pom.xml (kafka-clients, kafka-streams),
 kafka-tools/pom.xml (Kafka's CLI tools), kafka_broker.py (the Apache Kafka reference broker).
 kcat is Debian's package (tests/run installs it with apt-get) and cannot be pinned.
 """
@@ -248,6 +248,8 @@ def rows() -> list[tuple[str, str, str, str]]:
     out.append(("Maven", "—", "—", maven() or "not installed"))
     out.append(("Java kafka-clients", pom_kafka_version(JAVA_POM), f"`{rel(JAVA_POM)}`",
                 jar_version(harness.JAVA_LIB, "kafka-clients") or "not built (`mvn package` in tests/clients/java)"))
+    out.append(("Java kafka-streams (`test_streams.py`)", pom_kafka_version(JAVA_POM), f"`{rel(JAVA_POM)}`",
+                jar_version(harness.JAVA_LIB, "kafka-streams") or "not built (`mvn package` in tests/clients/java)"))
     import kafka_cli
     tools = jar_version(kafka_cli.libs_dir(), "kafka-tools")
     out.append(("Kafka CLI tools (kafka-tools, kafka_2.13)", pom_kafka_version(TOOLS_POM), f"`{rel(TOOLS_POM)}`",

@@ -81,6 +81,8 @@ import org.apache.kafka.common.serialization.ByteArraySerializer;
  * admin first-offset --bootstrap B --topic T --partition P (seekToBeginning + poll: position=P first_offset=O)
  * admin delete|describe-topic|autocreate --bootstrap B --topic T
  * admin list|describe-cluster --bootstrap B
+ * streams-wordcount --bootstrap B --app-id A --input T --output T --state-dir D [--commit-ms N]
+ *         (Kafka Streams word count with a RocksDB store, see StreamsWordCount; runs until killed)
  * admin list-detail --bootstrap B [--internal true]   (lines: listing NAME id=TOPIC_ID internal=BOOL)
  * admin describe-topics --bootstrap B --topics T1,T2,...   (per topic: "topic NAME id=ID internal=BOOL partitions=N"
  *         and "partition NAME P leader=L replicas=R1;R2 isr=I1;I2", or "error NAME ExceptionClass"; exit 0)
@@ -110,6 +112,9 @@ public final class Main {
                     break;
                 case "session-consume":
                     rc = sessionConsume(parse(args, 1));
+                    break;
+                case "streams-wordcount":
+                    rc = StreamsWordCount.run(parse(args, 1));
                     break;
                 case "admin":
                     if (args.length < 2) {
