@@ -124,12 +124,17 @@ def _latest_counts(bs):
     return latest, sum(ends.values())
 
 
-def _restored(logdir, run):
-    restored = 0
+def _restoration(logdir, run):
+    """From the app's restore listener: the changelog end offset each store partition restored up
+    to (restore-start ... to=O) and the records restored in all."""
+    ends, restored = {}, 0
     for line in (logdir / f"streams-{run}.out").read_text().splitlines():
-        if line.startswith("restore-end counts ") and CHANGELOG in line:
+        if line.startswith("restore-start counts ") and CHANGELOG in line:
+            tp = line.split()[2]
+            ends[int(tp.rsplit("-", 1)[1])] = int(line.rsplit("to=", 1)[1])
+        elif line.startswith("restore-end counts ") and CHANGELOG in line:
             restored += int(line.rsplit("restored=", 1)[1])
-    return restored
+    return ends, restored
 
 
 def test_word_count_restores_from_changelog_after_kill9(broker, java_tool, tmp_path):
@@ -154,8 +159,10 @@ def test_word_count_restores_from_changelog_after_kill9(broker, java_tool, tmp_p
         app.send_signal(signal.SIGKILL)
         app.wait(30)
     assert app.returncode == -signal.SIGKILL
-    assert any(state_dir.rglob("*")), "the first run kept its store under state.dir"
+    assert any(p.name == "rocksdb" for p in state_dir.rglob("*")), "the first run kept a RocksDB store in state.dir"
     shutil.rmtree(state_dir)
+    changelog_ends = _end_offsets(bs, CHANGELOG)
+    assert sum(changelog_ends.values()) >= len(first), f"every count of the first run is in {CHANGELOG}"
 
     # The changelog is a compacted topic (Streams creates it with cleanup.policy=compact).
     res = ConfigResource(ConfigResource.Type.TOPIC, CHANGELOG)
@@ -173,7 +180,8 @@ def test_word_count_restores_from_changelog_after_kill9(broker, java_tool, tmp_p
         except subprocess.TimeoutExpired:
             app.kill()
             app.wait(10)
-    restored = _restored(tmp_path, 2)
+    restored_to, restored = _restoration(tmp_path, 2)
+    assert restored_to == changelog_ends, "the restart restored each store partition up to its changelog's end"
     assert restored >= len(first), f"the restart restored its store from {CHANGELOG}: {restored} records"
 
     final, _ = _latest_counts(bs)
