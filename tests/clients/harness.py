@@ -220,6 +220,9 @@ def build_java_tool() -> None:
     if java_tool_built():
         return
     cmd = ["mvn", "-q", "-B", "package", "-DskipTests"]
+    # copy-dependencies adds jars and never removes one: after a version change the old
+    # kafka-clients jar would stay on the classpath beside the new one.
+    shutil.rmtree(JAVA_LIB, ignore_errors=True)
     last = None
     for extra in (["-o"], []):
         last = subprocess.run(cmd + extra, cwd=JAVA_DIR, capture_output=True, text=True, timeout=900)
