@@ -10,9 +10,6 @@ use std::io::Write;
 use sluice_protocol::header::RequestHeader;
 use sluice_protocol::messages::find_coordinator::FindCoordinatorRequest;
 use sluice_protocol::messages::metadata::{MetadataRequest, MetadataRequestTopic};
-use sluice_protocol::messages::offset_commit::{
-    OffsetCommitRequest, OffsetCommitRequestPartition, OffsetCommitRequestTopic,
-};
 use sluice_protocol::messages::offset_fetch::{OffsetFetchRequest, OffsetFetchRequestTopic};
 use sluice_protocol::request::{decode_response, encode_request, RequestBody, ResponseBody};
 use support::{create_topic, free_port, temp_dir, Broker, Client};
@@ -32,18 +29,7 @@ fn start() -> Broker {
 }
 
 fn commit(group: &str, offset: i64) -> RequestBody {
-    RequestBody::OffsetCommit(OffsetCommitRequest {
-        group_id: group.to_string(),
-        topics: vec![OffsetCommitRequestTopic {
-            name: TOPIC.to_string(),
-            partitions: vec![OffsetCommitRequestPartition {
-                partition_index: 0,
-                committed_offset: offset,
-                ..Default::default()
-            }],
-        }],
-        ..Default::default()
-    })
+    support::offset_commit(group, TOPIC, offset)
 }
 
 fn fetch_offsets(group: &str) -> RequestBody {

@@ -12,13 +12,9 @@ use std::io::Write;
 use std::time::{Duration, Instant};
 
 use sluice_protocol::header::RequestHeader;
-use sluice_protocol::messages::find_coordinator::FindCoordinatorRequest;
-use sluice_protocol::messages::offset_commit::{
-    OffsetCommitRequest, OffsetCommitRequestPartition, OffsetCommitRequestTopic,
-};
 use sluice_protocol::messages::offset_fetch::{OffsetFetchRequest, OffsetFetchRequestTopic};
 use sluice_protocol::request::{decode_response, encode_request, RequestBody, ResponseBody};
-use support::{create_topic, free_port, temp_dir, Broker, Client};
+use support::{create_topic, free_port, temp_dir, wait_for_coordinator, Broker, Client};
 
 const TOPIC: &str = "loaded";
 const GROUPS: usize = 100;
@@ -44,18 +40,7 @@ fn group(g: usize) -> String {
 }
 
 fn commit(group: &str, offset: i64) -> RequestBody {
-    RequestBody::OffsetCommit(OffsetCommitRequest {
-        group_id: group.to_string(),
-        topics: vec![OffsetCommitRequestTopic {
-            name: TOPIC.to_string(),
-            partitions: vec![OffsetCommitRequestPartition {
-                partition_index: 0,
-                committed_offset: offset,
-                ..Default::default()
-            }],
-        }],
-        ..Default::default()
-    })
+    support::offset_commit(group, TOPIC, offset)
 }
 
 /// The group's committed offset of partition 0, or the error that held it back.
@@ -95,23 +80,6 @@ fn wait_loaded(client: &mut Client, group: &str, limit: Duration) -> i64 {
             Err(e) => panic!("group {group}: error {e} after {:?}", started.elapsed()),
         }
     }
-}
-
-fn wait_for_coordinator(client: &mut Client) {
-    for _ in 0..500 {
-        let request = RequestBody::FindCoordinator(FindCoordinatorRequest {
-            key: "warm-up".to_string(),
-            ..Default::default()
-        });
-        let ResponseBody::FindCoordinator(r) = client.call(10, 3, request) else {
-            panic!("not a FindCoordinator response");
-        };
-        if r.error_code == 0 {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    panic!("no group coordinator after 10 s");
 }
 
 /// Commits offsets 0..COMMITS_PER_GROUP for each of `groups`, PIPELINE requests per write,
@@ -197,7 +165,7 @@ fn offsets_topic_after_a_million_commits_loads_within_a_second() {
     let broker = Broker::start_in(&dir, port, &overrides());
     let mut admin = broker.client();
     create_topic(&mut admin, TOPIC, 1);
-    wait_for_coordinator(&mut admin);
+    wait_for_coordinator(&mut admin, "warm-up");
     for g in 0..GROUPS {
         assert_eq!(
             wait_loaded(&mut admin, &group(g), Duration::from_secs(30)),

@@ -530,6 +530,25 @@ pub fn wait_for_coordinator(client: &mut Client, group: &str) {
     panic!("no group coordinator after 10 s");
 }
 
+/// A simple (no member, no generation) OffsetCommit of `offset` for partition 0 of `topic`.
+pub fn offset_commit(group: &str, topic: &str, offset: i64) -> RequestBody {
+    use sluice_protocol::messages::offset_commit::{
+        OffsetCommitRequest, OffsetCommitRequestPartition, OffsetCommitRequestTopic,
+    };
+    RequestBody::OffsetCommit(OffsetCommitRequest {
+        group_id: group.to_string(),
+        topics: vec![OffsetCommitRequestTopic {
+            name: topic.to_string(),
+            partitions: vec![OffsetCommitRequestPartition {
+                partition_index: 0,
+                committed_offset: offset,
+                ..Default::default()
+            }],
+        }],
+        ..Default::default()
+    })
+}
+
 /// A batch as the leader stores it: the base offset it assigned and the leader epoch it stamped
 /// (`leader_epoch`, or any epoch when `None`: a restart may have made a new leader epoch), every
 /// other byte as the producer sent it.
