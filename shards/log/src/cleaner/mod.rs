@@ -17,7 +17,7 @@ pub(crate) mod clean;
 pub(crate) mod offset_map;
 pub(crate) mod records;
 
-use std::cell::{Cell, RefCell};
+use std::cell::Cell;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
@@ -115,21 +115,33 @@ impl Throttler {
     }
 }
 
-/// One shard's cleaner: the offset map (allocated once) and the I/O throttle.
+/// One shard's cleaner: its settings and the I/O throttle. The offset map is allocated per
+/// clean, sized to the work (see `map_bytes_for`), and freed after it.
 pub struct LogCleaner {
     config: CleanerConfig,
-    map: RefCell<Option<OffsetMap>>,
     throttler: Throttler,
+}
+
+/// The fewest bytes a keyed record takes in a v2 batch (length, attributes, timestamp and
+/// offset deltas, key length, a 1-byte key, value length, header count): so a dirty section
+/// of N bytes holds at most N / 8 keys.
+const KEYED_RECORD_BYTES_MIN: u64 = 8;
+
+/// Offset map bytes for a clean of `dirty_bytes`: enough for every key the dirty section can
+/// hold, up to the shard's share of `log.cleaner.dedupe.buffer.size`. Kafka keeps the whole
+/// buffer for the broker's life; here a broker whose compacted logs are small (most have only
+/// `__consumer_offsets`) does not hold 64 MiB per shard after its first clean.
+fn map_bytes_for(dirty_bytes: u64, budget_bytes: usize) -> usize {
+    let keys = dirty_bytes / KEYED_RECORD_BYTES_MIN + 1;
+    let wanted = ((keys as f64 / offset_map::LOAD_FACTOR) as u64)
+        .saturating_mul(offset_map::SLOT_BYTES as u64);
+    usize::try_from(wanted).map_or(budget_bytes, |w| w.min(budget_bytes))
 }
 
 impl LogCleaner {
     pub fn new(config: CleanerConfig) -> Self {
         let throttler = Throttler::new(config.io_max_bytes_per_second);
-        Self {
-            config,
-            map: RefCell::new(None),
-            throttler,
-        }
+        Self { config, throttler }
     }
 
     /// Kafka's `grabFilthiestCompactedLog` + `cleanLog`: of `logs`, the one with the highest
@@ -174,23 +186,18 @@ impl LogCleaner {
     }
 
     async fn clean_with(&self, log: &Log, todo: LogToClean) -> Result<CleanerStats, LogError> {
-        // The map lives across cleans; it is taken out while one runs (one clean at a time
-        // per shard, as the caller runs them one after another).
-        let mut map = self
-            .map
-            .borrow_mut()
-            .take()
-            .unwrap_or_else(|| OffsetMap::new(self.config.dedupe_buffer_bytes));
-        let result = clean::clean_log(
+        let mut map = OffsetMap::new(map_bytes_for(
+            todo.dirty_bytes,
+            self.config.dedupe_buffer_bytes,
+        ));
+        clean::clean_log(
             log,
             todo,
             &mut map,
             &self.throttler,
             self.config.io_buffer_bytes.max(4096),
         )
-        .await;
-        *self.map.borrow_mut() = Some(map);
-        result
+        .await
     }
 }
 
@@ -214,3 +221,20 @@ pub(crate) fn crash_point(_step: &str) {}
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod map_size_tests {
+    use super::*;
+
+    #[test]
+    fn the_offset_map_is_sized_to_the_dirty_section_within_the_budget() {
+        let budget = 64 << 20;
+        let small = map_bytes_for(1 << 20, budget);
+        // Room for every key 1 MiB can hold, at the load factor.
+        assert!(small >= (1 << 20) / 8 * offset_map::SLOT_BYTES, "{small}");
+        assert!(small < budget);
+        assert_eq!(map_bytes_for(1 << 30, budget), budget);
+        assert_eq!(map_bytes_for(u64::MAX, budget), budget);
+        assert!(map_bytes_for(0, budget) > 0);
+    }
+}

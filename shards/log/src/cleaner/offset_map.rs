@@ -3,14 +3,15 @@
 //! probing. Keys are not stored, only a 128-bit hash of them (two SipHash-1-3 passes with the
 //! map's random keys), so the memory per key is fixed (24 bytes) and a collision — which
 //! would make the cleaner drop a record whose key only shares the hash — is as unlikely as
-//! with Kafka's MD5. The map is allocated once and reused for every clean of the shard.
+//! with Kafka's MD5. A map is allocated per clean, sized to its dirty section within the shard's
+//! budget (`LogCleaner`), and freed after it.
 
 use std::hash::{BuildHasher, RandomState};
 
 /// Bytes per slot: the hash (16) and the offset (8).
 pub(crate) const SLOT_BYTES: usize = 24;
 /// Kafka's `log.cleaner.io.buffer.load.factor` default: slots used at most, so probes stay short.
-const LOAD_FACTOR: f64 = 0.9;
+pub(crate) const LOAD_FACTOR: f64 = 0.9;
 
 #[derive(Clone, Copy)]
 struct Slot {
