@@ -806,7 +806,13 @@ pub(crate) async fn delete_segment_files(dir: &Path, base: i64) -> Result<(), Lo
 
 /// Unlinks a file; one that is already gone is fine.
 pub(crate) async fn remove_if_exists(path: &Path) -> Result<(), LogError> {
-    match glommio::io::remove(path).await {
+    ok_if_missing(path, glommio::io::remove(path).await)
+}
+
+/// A file operation's result where a missing file counts as done (its error is mapped to
+/// `LogError::Io` for `path` otherwise).
+pub(crate) fn ok_if_missing(path: &Path, result: glommio::Result<(), ()>) -> Result<(), LogError> {
+    match result {
         Ok(()) => Ok(()),
         Err(e) => {
             let e = std::io::Error::from(e);

@@ -77,10 +77,8 @@ pub fn local_replica<'a>(
     let partition = topic
         .partition(index)
         .ok_or(ErrorCode::UNKNOWN_TOPIC_OR_PARTITION)?;
-    if partition.leader == image.local_node_id {
-        return local_leader(image, topic, index);
-    }
-    if !partition.replicas.contains(&image.local_node_id) {
+    if partition.leader != image.local_node_id && !partition.replicas.contains(&image.local_node_id)
+    {
         return Err(ErrorCode::NOT_LEADER_OR_FOLLOWER);
     }
     hosted(image, topic, partition, index)

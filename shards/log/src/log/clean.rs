@@ -312,15 +312,5 @@ async fn rename(from: &std::path::Path, to: &std::path::Path) -> Result<(), LogE
 }
 
 async fn rename_if_exists(from: &std::path::Path, to: &std::path::Path) -> Result<(), LogError> {
-    match glommio::io::rename(from, to).await {
-        Ok(()) => Ok(()),
-        Err(e) => {
-            let e = std::io::Error::from(e);
-            if e.kind() == std::io::ErrorKind::NotFound {
-                Ok(())
-            } else {
-                Err(LogError::io(from, e))
-            }
-        }
-    }
+    crate::loader::ok_if_missing(from, glommio::io::rename(from, to).await)
 }
