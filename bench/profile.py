@@ -259,11 +259,11 @@ def render(stacks, kernel, out_png, title, min_frac=0.002):
         if fit >= 4:
             label = name if len(name) <= fit else name[:fit - 1] + "…"
             ax.text(x + 0.002, d + 0.47, label, fontsize=7, va="center", ha="left",
-                    clip_on=True, family="DejaVu Sans Mono")
+                    clip_on=True, family="DejaVu Sans Mono", parse_math=False)
     s = summarize(stacks, kernel)
     fig.suptitle(f"{title} — {s['samples']:,} samples (cpu-clock), kernel {s['kernel_pct']:.1f} % / "
                  f"user {s['user_pct']:.1f} %   (orange: kernel, blue-green: user, grey: no symbol; "
-                 f"bottom row: thread)", fontsize=10)
+                 f"bottom row: thread)", fontsize=10, parse_math=False)
     fig.savefig(out_png)
     plt.close(fig)
     _shrink(out_png)
