@@ -704,3 +704,89 @@ fn frames_kafka_accepts_are_answered_on_one_connection() {
     );
     assert_eq!(broker.stop().code(), Some(0));
 }
+
+/// Reads older than the tail cache and larger than one speculative read leave the broker as
+/// file regions sent with `sendfile` — for a partition of the connection's shard and for one
+/// of the other shard — and arrive as the batches that were appended, whole, in order.
+#[test]
+fn old_data_is_sent_from_the_segment_files_as_appended() {
+    let metrics_port = support::free_port();
+    let listener = format!("sluice.metrics.listener=127.0.0.1:{metrics_port}");
+    let broker = Broker::start("sendfile", &["sluice.shards=2", &listener]);
+    let mut client = broker.client();
+    create_topic(&mut client, "from-file", 2);
+    // 8 MiB per partition, twice the tail cache: the first half is read from the files.
+    let value = vec![b'v'; 1000];
+    let mut sent = vec![Vec::new(), Vec::new()];
+    for partition in 0..2 {
+        for round in 0..40 {
+            let mut builder =
+                sluice_protocol::record_batch::RecordBatchBuilder::new(support::now_ms());
+            for i in 0..200 {
+                let key = format!("p{partition}r{round}i{i}");
+                builder = builder.record(Some(key.as_bytes()), Some(&value));
+            }
+            let b = builder.build();
+            let (error, base_offset) = produce(&mut client, "from-file", partition, b.clone());
+            assert_eq!(error, 0);
+            assert_eq!(base_offset, round * 200);
+            sent[partition as usize].push(b);
+        }
+    }
+    for (partition, batches) in sent.iter().enumerate() {
+        let mut offset = 0;
+        let mut next = batches.iter();
+        while offset < 8000 {
+            let (error, high_watermark, records) =
+                fetch(&mut client, "from-file", partition as i32, offset);
+            assert_eq!(error, 0);
+            assert_eq!(high_watermark, 8000);
+            assert!(!records.is_empty(), "progress at offset {offset}");
+            for stored in sluice_protocol::RecordBatches::new(records) {
+                let (header, bytes) = stored.unwrap();
+                let appended = next.next().expect("no more batches than appended");
+                assert_eq!(header.base_offset, offset);
+                support::assert_stored_as_sent(&bytes, appended, offset, Some(0));
+                offset = header.last_offset() + 1;
+            }
+        }
+        assert!(next.next().is_none(), "every batch read back");
+    }
+    // The connection's socket is non-blocking since its first region: waiting for its next
+    // request must still park the shard (glommio's io_uring receive), not spin on EAGAIN.
+    let cpu_before = broker.cpu_time();
+    std::thread::sleep(Duration::from_secs(1));
+    let idle_cpu = broker.cpu_time() - cpu_before;
+    assert!(
+        idle_cpu < Duration::from_millis(300),
+        "an idle connection after sendfile costs {idle_cpu:?} of CPU in 1 s"
+    );
+    let (error, _, records) = fetch(&mut client, "from-file", 0, 0);
+    assert_eq!(
+        (error, records.is_empty()),
+        (0, false),
+        "the connection still serves"
+    );
+    let sent_from_files: u64 = scrape(metrics_port)
+        .lines()
+        .filter(|l| l.starts_with("sluice_network_response_sendfile_bytes_total"))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .map(|v| v as u64)
+        .sum();
+    assert!(
+        sent_from_files >= 2 * (3 << 20),
+        "at least the reads older than the tail cache went by sendfile: {sent_from_files} bytes"
+    );
+}
+
+/// One plain HTTP/1.1 GET of /metrics, the body as text.
+fn scrape(port: u16) -> String {
+    use std::io::Read;
+    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    stream
+        .write_all(b"GET /metrics HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
+        .unwrap();
+    let mut text = String::new();
+    stream.read_to_string(&mut text).unwrap();
+    text
+}

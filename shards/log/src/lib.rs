@@ -40,8 +40,8 @@ pub use leader_epoch::{
     LEADER_EPOCH_CHECKPOINT_FILE, UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET,
 };
 pub use log::{
-    remove_deleted_dirs, FetchDataInfo, Log, LogAppendInfo, CLEANER_OFFSET_CHECKPOINT_FILE,
-    DELETE_DIR_SUFFIX,
+    remove_deleted_dirs, FetchDataInfo, Log, LogAppendInfo, Records,
+    CLEANER_OFFSET_CHECKPOINT_FILE, DELETE_DIR_SUFFIX,
 };
 
 #[cfg(test)]

@@ -15,6 +15,8 @@
 //! - [`record_batch`]: zero-copy v2 record batch views, validation, in-place
 //!   broker mutations and a small batch builder.
 //! - [`error`]: [`ProtocolError`] and Kafka's numeric [`ErrorCode`]s.
+//! - [`file_region`]: record data sent from a segment file ([`FileRegion`]), and the
+//!   [`Segment`]s a vectored encoder produces.
 //!
 //! Decoding treats every input as hostile: it never panics, never indexes past
 //! the input, and never reserves memory the input cannot back. Byte and record
@@ -27,6 +29,7 @@ pub mod api_key;
 pub mod apis;
 pub mod codec;
 pub mod error;
+pub mod file_region;
 pub mod frame;
 #[doc(hidden)]
 pub mod golden;
@@ -40,6 +43,7 @@ pub use api_key::{is_flexible, ApiKey};
 pub use apis::{ServedApi, SUPPORTED};
 pub use codec::{Decoder, Encoder, TaggedFields};
 pub use error::{ErrorCode, ProtocolError};
+pub use file_region::{FileRegion, Segment};
 pub use header::{request_header_version, response_header_version, RequestHeader, ResponseHeader};
 pub use record_batch::{
     parse_header, validate_batch, Compression, RecordBatchBuilder, RecordBatchError,

@@ -3,6 +3,8 @@
 //! for tests and the load generator).
 
 use bytes::{Bytes, BytesMut};
+
+use crate::file_region::Segment;
 use thiserror::Error;
 
 use crate::api_key::ApiKey;
@@ -93,7 +95,7 @@ pub fn encode_response_vectored(
     api_key: i16,
     api_version: i16,
     body: &ResponseBody,
-) -> Vec<Bytes> {
+) -> Vec<Segment> {
     let version = response_version(api_key, api_version);
     framed_vectored(|e| {
         ResponseHeader { correlation_id }.encode(e, response_header_version(api_key, version));
@@ -102,7 +104,7 @@ pub fn encode_response_vectored(
 }
 
 /// Like [`encode_request`], but keeps Produce record data as zero-copy segments.
-pub fn encode_request_vectored(header: &RequestHeader, body: &RequestBody) -> Vec<Bytes> {
+pub fn encode_request_vectored(header: &RequestHeader, body: &RequestBody) -> Vec<Segment> {
     framed_vectored(|e| {
         header.encode(e);
         body.encode(e, header.api_version);
@@ -142,11 +144,11 @@ fn framed(f: impl FnOnce(&mut Encoder)) -> BytesMut {
     e.into_inner()
 }
 
-fn framed_vectored(f: impl FnOnce(&mut Encoder)) -> Vec<Bytes> {
+fn framed_vectored(f: impl FnOnce(&mut Encoder)) -> Vec<Segment> {
     let mut e = Encoder::vectored();
     f(&mut e);
     let size = i32::try_from(e.len()).unwrap_or(i32::MAX);
-    let mut segments = vec![Bytes::copy_from_slice(&size.to_be_bytes())];
+    let mut segments = vec![Segment::Bytes(Bytes::copy_from_slice(&size.to_be_bytes()))];
     segments.extend(e.into_segments());
     segments
 }

@@ -7,7 +7,7 @@ use common::{all_versions, request, response};
 use sluice_protocol::messages::api_versions::ApiVersionsResponse;
 use sluice_protocol::{
     decode_request, decode_response, encode_request, encode_response, ApiKey, Decoder, Encoder,
-    ErrorCode, ProtocolError, RequestBody, RequestHeader, ResponseBody,
+    ErrorCode, FileRegion, ProtocolError, RequestBody, RequestHeader, ResponseBody, Segment,
 };
 
 fn body_of(frame: bytes::BytesMut) -> Bytes {
@@ -223,12 +223,14 @@ fn vectored_encoding_matches_contiguous_and_shares_record_buffers() {
         let body = response(key, v);
         let flat = encode_response(9, key.as_i16(), v, &body);
         let segments = sluice_protocol::encode_response_vectored(9, key.as_i16(), v, &body);
-        assert_eq!(segments.concat(), &flat[..], "{key:?} v{v}");
+        assert_eq!(concat(&segments), &flat[..], "{key:?} v{v}");
         let ResponseBody::Fetch(f) = &body else {
             panic!("not fetch")
         };
         let records = f.responses[0].partitions[0].records.as_ref().unwrap();
-        assert!(segments.iter().any(|s| s.as_ptr() == records.as_ptr()));
+        assert!(segments
+            .iter()
+            .any(|s| matches!(s, Segment::Bytes(b) if b.as_ptr() == records.as_ptr())));
     }
     for v in [3, 9, 11, 12, 13] {
         let body = request(ApiKey::Produce, v);
@@ -240,7 +242,51 @@ fn vectored_encoding_matches_contiguous_and_shares_record_buffers() {
         };
         let flat = encode_request(&header, &body);
         let segments = sluice_protocol::encode_request_vectored(&header, &body);
-        assert_eq!(segments.concat(), &flat[..], "produce v{v}");
+        assert_eq!(concat(&segments), &flat[..], "produce v{v}");
         assert!(segments.len() > 2);
     }
+}
+
+/// The segments' bytes in order, file regions read in.
+fn concat(segments: &[Segment]) -> Vec<u8> {
+    let mut out = Vec::new();
+    for s in segments {
+        match s {
+            Segment::Bytes(b) => out.extend_from_slice(b),
+            Segment::File(f) => out.extend_from_slice(&f.read_to_bytes().expect("read region")),
+        }
+    }
+    out
+}
+
+/// A Fetch answer whose records are a file region encodes, vectored, to the same bytes as the
+/// same records in memory, with the region as a segment of its own; a one-buffer encoder
+/// reads the region in.
+#[test]
+fn records_from_a_file_region_encode_as_the_same_bytes() {
+    let path = std::env::temp_dir().join(format!("sluice-region-{}", std::process::id()));
+    for v in [4, 12, 17] {
+        let body = response(ApiKey::Fetch, v);
+        let ResponseBody::Fetch(mut f) = body.clone() else {
+            panic!("not fetch")
+        };
+        let records = f.responses[0].partitions[0].records.take().unwrap();
+        let mut file_bytes = b"head".to_vec();
+        file_bytes.extend_from_slice(&records);
+        std::fs::write(&path, &file_bytes).expect("write");
+        let fd = std::sync::Arc::new(std::os::fd::OwnedFd::from(
+            std::fs::File::open(&path).expect("open"),
+        ));
+        let region = FileRegion::new(fd, 4, records.len());
+        f.responses[0].partitions[0].records_file = Some(region.clone());
+        let from_file = ResponseBody::Fetch(f);
+        let flat = encode_response(9, ApiKey::Fetch.as_i16(), v, &body);
+        let segments =
+            sluice_protocol::encode_response_vectored(9, ApiKey::Fetch.as_i16(), v, &from_file);
+        assert_eq!(concat(&segments), &flat[..], "fetch v{v}");
+        assert!(segments.contains(&Segment::File(region)));
+        let one_buffer = encode_response(9, ApiKey::Fetch.as_i16(), v, &from_file);
+        assert_eq!(&one_buffer[..], &flat[..], "fetch v{v}, one buffer");
+    }
+    std::fs::remove_file(&path).expect("cleanup");
 }

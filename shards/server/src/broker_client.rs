@@ -13,6 +13,7 @@ use sluice_protocol::frame::split_frame;
 use sluice_protocol::header::RequestHeader;
 use sluice_protocol::request::{decode_response, encode_request};
 use sluice_protocol::ProtocolError;
+use sluice_protocol::Segment;
 
 use crate::socket_io;
 
@@ -119,7 +120,7 @@ impl BrokerConnection {
         if self.buf.is_empty() && self.buf.capacity() > READ_BUFFER_RETAINED_BYTES {
             self.buf = BytesMut::new();
         }
-        let frame = encode_request(&header, &body).freeze();
+        let frame = Segment::Bytes(encode_request(&header, &body).freeze());
         socket_io::write_segments(&mut self.stream, std::slice::from_ref(&frame)).await?;
         let frame = loop {
             if let Some(frame) = split_frame(&mut self.buf, self.frame_max_bytes)? {

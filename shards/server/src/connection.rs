@@ -32,6 +32,7 @@ use bytes::{Buf, BufMut, Bytes, BytesMut};
 use futures_lite::AsyncWriteExt;
 use glommio::net::TcpStream;
 use glommio::timer::Timer;
+use sluice_protocol::Segment;
 use sluice_shard::{ConnectionHandoff, ShardId, ShardMessage};
 use tracing::{debug, info, warn};
 
@@ -257,7 +258,13 @@ async fn serve_frames(
             Outcome::Respond(segments) => {
                 socket_io::write_segments(stream, &segments).await?;
                 if let Some((metrics, _)) = &request {
-                    metrics.response_written(segments.iter().map(Bytes::len).sum());
+                    let sendfile_bytes = segments
+                        .iter()
+                        .filter(|s| matches!(s, Segment::File(_)))
+                        .map(Segment::len)
+                        .sum();
+                    metrics
+                        .response_written(segments.iter().map(Segment::len).sum(), sendfile_bytes);
                 }
             }
             Outcome::NoResponse => {}

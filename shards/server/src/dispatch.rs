@@ -4,6 +4,7 @@ use bytes::Bytes;
 use sluice_protocol::request::{
     decode_request, encode_response_vectored, RequestBody, ResponseBody,
 };
+use sluice_protocol::Segment;
 use tracing::info;
 
 use crate::context::ShardContext;
@@ -13,7 +14,7 @@ use crate::handlers;
 pub enum Outcome {
     /// Write this response frame, given as segments: record data stays in the buffers it was
     /// read into and goes to the socket without another copy.
-    Respond(Vec<Bytes>),
+    Respond(Vec<Segment>),
     /// Nothing to write (Produce with acks=0).
     NoResponse,
     /// The request cannot be answered in its own format; close the connection.

@@ -113,7 +113,7 @@ impl CachedPartition {
     /// Whether an incremental answer must carry `data` (Kafka's `maybeUpdateResponseData`),
     /// remembering what it answers.
     fn must_respond(&mut self, data: &sluice_protocol::messages::fetch::PartitionData) -> bool {
-        let mut respond = data.records.as_ref().is_some_and(|r| !r.is_empty())
+        let mut respond = data.has_records()
             || data.preferred_read_replica >= 0
             || data.diverging_epoch.epoch >= 0;
         if self.high_watermark != data.high_watermark {
@@ -354,7 +354,7 @@ impl FetchSessionCache {
                     let (topic_id, name) = (topic.topic_id, std::mem::take(&mut topic.topic));
                     topic.partitions.retain(|data| {
                         let key = key_of(uses_topic_ids, topic_id, &name, data.partition_index);
-                        if data.records.as_ref().is_some_and(|r| !r.is_empty()) {
+                        if data.has_records() {
                             last_returned = Some(key.clone());
                         }
                         session

@@ -100,7 +100,7 @@ pub async fn fetch(
             }
         }
         Ok(FetchPartitionData {
-            records,
+            records: records.into(),
             high_watermark: result.high_watermark,
             log_start_offset: result.log_start_offset,
             diverging_epoch: result.diverging_epoch,

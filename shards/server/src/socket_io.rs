@@ -1,6 +1,7 @@
 //! Socket reads and writes that glommio's stream does not offer: a read into the spare capacity
 //! of the frame buffer (no zero-filling per read) and a gathering write of response segments
-//! (record data goes out from the log's buffers without being copied into the response).
+//! (record data goes out from the log's buffers without being copied into the response, or
+//! from the segment file itself with `sendfile`).
 //!
 //! Both try the non-blocking system call first and fall back to glommio only to wait: `peek` of
 //! one byte waits for readability, `write_all` of the current segment waits for writability.
@@ -8,9 +9,10 @@
 use std::io;
 use std::os::fd::AsRawFd;
 
-use bytes::{Bytes, BytesMut};
+use bytes::BytesMut;
 use futures_lite::AsyncWriteExt;
 use glommio::net::TcpStream;
+use sluice_protocol::{FileRegion, Segment};
 
 /// Segments gathered per system call (well under IOV_MAX).
 const IOVECS_MAX: usize = 64;
@@ -74,8 +76,43 @@ pub fn set_keepalive(stream: &TcpStream) -> io::Result<()> {
     }
 }
 
-/// Writes every segment, in order, gathering up to `IOVECS_MAX` per system call.
-pub async fn write_segments(stream: &mut TcpStream, segments: &[Bytes]) -> io::Result<()> {
+/// Writes every segment, in order: runs of bytes gathered up to `IOVECS_MAX` per `sendmsg`,
+/// file regions with `sendfile` (the page cache's pages go to the socket without a copy into
+/// user space, as Kafka's `FileRecords.writeTo`).
+pub async fn write_segments(stream: &mut TcpStream, segments: &[Segment]) -> io::Result<()> {
+    let mut start = 0;
+    while start < segments.len() {
+        let end = segments[start..]
+            .iter()
+            .position(|s| matches!(s, Segment::File(_)))
+            .map_or(segments.len(), |i| start + i);
+        if end > start {
+            // MSG_MORE before a region: its header and its first pages leave in one packet.
+            let more = end < segments.len();
+            write_gathered(stream, &segments[start..end], more).await?;
+        }
+        if let Some(Segment::File(region)) = segments.get(end) {
+            send_region(stream, region).await?;
+        }
+        start = end + 1;
+    }
+    Ok(())
+}
+
+/// The bytes of a `Segment::Bytes` (runs given to [`write_gathered`] hold no regions).
+fn bytes_of(segment: &Segment) -> &[u8] {
+    match segment {
+        Segment::Bytes(b) => b,
+        Segment::File(_) => unreachable!("a run of bytes segments holds no region"),
+    }
+}
+
+async fn write_gathered(
+    stream: &mut TcpStream,
+    segments: &[Segment],
+    more: bool,
+) -> io::Result<()> {
+    let flags = libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL | if more { libc::MSG_MORE } else { 0 };
     let mut index = 0;
     let mut offset = 0;
     while index < segments.len() {
@@ -85,9 +122,10 @@ pub async fn write_segments(stream: &mut TcpStream, segments: &[Bytes]) -> io::R
             .enumerate()
             .map(|(i, s)| {
                 let skip = if i == 0 { offset } else { 0 };
+                let b = bytes_of(s);
                 libc::iovec {
-                    iov_base: s[skip..].as_ptr() as *mut libc::c_void,
-                    iov_len: s.len() - skip,
+                    iov_base: b[skip..].as_ptr() as *mut libc::c_void,
+                    iov_len: b.len() - skip,
                 }
             })
             .collect();
@@ -96,13 +134,7 @@ pub async fn write_segments(stream: &mut TcpStream, segments: &[Bytes]) -> io::R
         message.msg_iov = iovecs.as_ptr() as *mut libc::iovec;
         message.msg_iovlen = iovecs.len();
         // SAFETY: sendmsg only reads the buffers described by `message`.
-        let sent = unsafe {
-            libc::sendmsg(
-                stream.as_raw_fd(),
-                &message,
-                libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL,
-            )
-        };
+        let sent = unsafe { libc::sendmsg(stream.as_raw_fd(), &message, flags) };
         if sent >= 0 {
             (index, offset) = advance(segments, index, offset, sent as usize);
             continue;
@@ -111,7 +143,9 @@ pub async fn write_segments(stream: &mut TcpStream, segments: &[Bytes]) -> io::R
         match error.kind() {
             io::ErrorKind::WouldBlock => {
                 // Let glommio wait for room and write the rest of this segment.
-                stream.write_all(&segments[index][offset..]).await?;
+                stream
+                    .write_all(&bytes_of(&segments[index])[offset..])
+                    .await?;
                 index += 1;
                 offset = 0;
             }
@@ -122,9 +156,83 @@ pub async fn write_segments(stream: &mut TcpStream, segments: &[Bytes]) -> io::R
     Ok(())
 }
 
+/// Bytes of a region copied through user space when the socket buffer is full: glommio waits
+/// for room while writing them, then `sendfile` goes on. One page.
+const REGION_WAIT_COPY_BYTES: usize = 4096;
+
+/// Sends `region` with `sendfile`. The socket is made non-blocking first (glommio's sockets
+/// are blocking descriptors driven with MSG_DONTWAIT, which `sendfile` has no flag for), so a
+/// full socket buffer returns EAGAIN instead of stalling the shard; the region's pages are in
+/// the page cache (the log checked), so the file side does not wait for the disk.
+async fn send_region(stream: &mut TcpStream, region: &FileRegion) -> io::Result<()> {
+    let socket = stream.as_raw_fd();
+    set_nonblocking(socket)?;
+    let file = region.fd().as_raw_fd();
+    let Ok(mut offset) = libc::off_t::try_from(region.position()) else {
+        return Err(io::ErrorKind::InvalidInput.into());
+    };
+    let end = offset + region.len() as libc::off_t;
+    while offset < end {
+        let count = (end - offset) as usize;
+        // SAFETY: sendfile reads `file` from `offset` (a live local it advances) into the
+        // socket; no user memory is passed.
+        let sent = unsafe { libc::sendfile(socket, file, &mut offset, count) };
+        if sent > 0 {
+            continue;
+        }
+        if sent == 0 {
+            // Kafka closes the connection too when a segment shrank under a response.
+            return Err(io::Error::new(
+                io::ErrorKind::UnexpectedEof,
+                "the segment file ended inside a region being sent",
+            ));
+        }
+        let error = io::Error::last_os_error();
+        match error.kind() {
+            io::ErrorKind::WouldBlock => {
+                let chunk = count.min(REGION_WAIT_COPY_BYTES);
+                let mut page = vec![0u8; chunk];
+                // SAFETY: pread writes at most `chunk` bytes into `page`, which holds them.
+                let got = unsafe { libc::pread(file, page.as_mut_ptr().cast(), chunk, offset) };
+                if got <= 0 {
+                    return Err(if got == 0 {
+                        io::ErrorKind::UnexpectedEof.into()
+                    } else {
+                        io::Error::last_os_error()
+                    });
+                }
+                stream.write_all(&page[..got as usize]).await?;
+                offset += got as libc::off_t;
+            }
+            io::ErrorKind::Interrupted => {}
+            _ => return Err(error),
+        }
+    }
+    Ok(())
+}
+
+/// Sets O_NONBLOCK on `fd` if it is not set (once per connection in practice: one F_GETFL per
+/// region after that). glommio's own socket calls work the same either way: its sends use
+/// MSG_DONTWAIT and its receives go through io_uring, which polls a non-blocking socket.
+fn set_nonblocking(fd: libc::c_int) -> io::Result<()> {
+    // SAFETY: F_GETFL/F_SETFL read and set the descriptor's status flags; no memory passed.
+    let flags = unsafe { libc::fcntl(fd, libc::F_GETFL) };
+    if flags < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    if flags & libc::O_NONBLOCK != 0 {
+        return Ok(());
+    }
+    // SAFETY: as above.
+    if unsafe { libc::fcntl(fd, libc::F_SETFL, flags | libc::O_NONBLOCK) } < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
 /// Moves (segment, offset) forward by `sent` bytes.
 fn advance(
-    segments: &[Bytes],
+    segments: &[Segment],
     mut index: usize,
     mut offset: usize,
     mut sent: usize,
@@ -149,13 +257,14 @@ fn advance(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use bytes::Bytes;
 
     #[test]
     fn advance_walks_segment_boundaries() {
         let segments = vec![
-            Bytes::from_static(b"abc"),
-            Bytes::new(),
-            Bytes::from_static(b"de"),
+            Segment::Bytes(Bytes::from_static(b"abc")),
+            Segment::Bytes(Bytes::new()),
+            Segment::Bytes(Bytes::from_static(b"de")),
         ];
         assert_eq!(advance(&segments, 0, 0, 2), (0, 2));
         assert_eq!(advance(&segments, 0, 0, 3), (2, 0));

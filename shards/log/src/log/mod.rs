@@ -37,6 +37,7 @@ use std::task::Waker;
 
 use bytes::Bytes;
 use glommio::sync::Semaphore;
+use sluice_protocol::FileRegion;
 use tracing::error;
 
 use crate::batch::parse_header;
@@ -63,6 +64,43 @@ pub struct LogAppendInfo {
     pub log_append_time_ms: i64,
     pub log_start_offset: i64,
     pub bytes: usize,
+}
+
+/// Record data read for a response: bytes in memory, or a region of a segment file the page
+/// cache holds, to be sent without a copy (see [`Log::read_for_send`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Records {
+    /// Whole batches in memory.
+    Memory(Bytes),
+    /// Whole batches in a segment file.
+    File(FileRegion),
+}
+
+impl Records {
+    /// Bytes of record data.
+    pub fn len(&self) -> usize {
+        match self {
+            Records::Memory(b) => b.len(),
+            Records::File(f) => f.len(),
+        }
+    }
+
+    /// True when there is no record data.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+impl Default for Records {
+    fn default() -> Records {
+        Records::Memory(Bytes::new())
+    }
+}
+
+impl From<Bytes> for Records {
+    fn from(bytes: Bytes) -> Records {
+        Records::Memory(bytes)
+    }
 }
 
 /// Result of a read, as Kafka's `FetchDataInfo`.

@@ -10,10 +10,10 @@ use std::task::{Context, Poll};
 
 use bytes::Bytes;
 
-use super::{readable_size, FetchDataInfo, Log};
+use super::{readable_size, FetchDataInfo, Log, Records};
 use crate::batch::{self, parse_header, BatchHeader, RECORD_BATCH_OVERHEAD};
 use crate::error::LogError;
-use crate::file_io::read_exact;
+use crate::file_io::{cached_region, read_cached, read_exact};
 use crate::segment::LogSegment;
 
 /// Header bytes read per I/O while looking for a batch in a segment.
@@ -24,6 +24,9 @@ const MIN_SCAN_READ_BYTES: u64 = 16 * 1024;
 /// offset), so a read-ahead from there missed the answer's end and the whole answer was read
 /// again — 2.0 bytes copied from the page cache per byte read (`bench/iopath` `log-read`).
 const MAX_SPECULATIVE_READ_BYTES: usize = 64 * 1024;
+/// Batch headers a region answer may read to find its end (a `preadv2` of 61 bytes each);
+/// with smaller batches than `len / this`, copying the data costs less than finding them.
+const MAX_REGION_HEADER_READS: usize = 32;
 
 impl Log {
     /// Resolves once `readable_end_offset() > beyond_offset`, or when the log
@@ -60,6 +63,41 @@ impl Log {
         min_one_message: bool,
         max_offset: Option<i64>,
     ) -> Result<FetchDataInfo, LogError> {
+        let read = ReadShape {
+            max_bytes,
+            min_one: min_one_message,
+            region_ok: false,
+        };
+        match self.read_records(start_offset, read, max_offset).await? {
+            Records::Memory(records) => Ok(FetchDataInfo::new(records)),
+            Records::File(_) => unreachable!("a region is only made when asked for"),
+        }
+    }
+
+    /// [`Log::read`] for a response: a read larger than one speculative read whose batches
+    /// the page cache holds is answered as a file region, sent by `sendfile` without being
+    /// copied into user space (Kafka's `FileRecords`); anything else as bytes in memory.
+    pub async fn read_for_send(
+        &self,
+        start_offset: i64,
+        max_bytes: usize,
+        min_one_message: bool,
+        max_offset: Option<i64>,
+    ) -> Result<Records, LogError> {
+        let read = ReadShape {
+            max_bytes,
+            min_one: min_one_message,
+            region_ok: true,
+        };
+        self.read_records(start_offset, read, max_offset).await
+    }
+
+    async fn read_records(
+        &self,
+        start_offset: i64,
+        read: ReadShape,
+        max_offset: Option<i64>,
+    ) -> Result<Records, LogError> {
         let limit = {
             let st = self.state.borrow();
             if start_offset < st.log_start_offset || start_offset > st.log_end_offset {
@@ -72,20 +110,17 @@ impl Log {
             let limit =
                 max_offset.map_or(st.readable_end.offset, |m| m.min(st.readable_end.offset));
             if start_offset >= limit {
-                return Ok(FetchDataInfo::new(Bytes::new()));
+                return Ok(Records::Memory(Bytes::new()));
             }
             if let Some(hit) = st
                 .tail_cache
-                .read(start_offset, limit, max_bytes, min_one_message)
+                .read(start_offset, limit, read.max_bytes, read.min_one)
             {
-                return Ok(FetchDataInfo::new(hit));
+                return Ok(Records::Memory(hit));
             }
             limit
         };
-        let records = self
-            .read_from_segments(start_offset, limit, max_bytes, min_one_message)
-            .await?;
-        Ok(FetchDataInfo::new(records))
+        self.read_from_segments(start_offset, limit, read).await
     }
 
     /// File read path: the segment holding `start`, and the next ones if it
@@ -94,17 +129,14 @@ impl Log {
         &self,
         start: i64,
         limit: i64,
-        max_bytes: usize,
-        min_one: bool,
-    ) -> Result<Bytes, LogError> {
+        read: ReadShape,
+    ) -> Result<Records, LogError> {
         let mut from = start;
         while from < limit {
             let Some(plan) = self.plan_read(from) else {
                 break;
             };
-            let found = self
-                .read_segment(&plan, from, limit, max_bytes, min_one)
-                .await?;
+            let found = self.read_segment(&plan, from, limit, read).await?;
             if let Some(records) = found {
                 return Ok(records);
             }
@@ -113,7 +145,7 @@ impl Log {
                 None => break,
             }
         }
-        Ok(Bytes::new())
+        Ok(Records::Memory(Bytes::new()))
     }
 
     /// Where to look for `offset`: its segment, the index position to scan
@@ -139,13 +171,12 @@ impl Log {
         plan: &ReadPlan,
         start: i64,
         limit: i64,
-        max_bytes: usize,
-        min_one: bool,
-    ) -> Result<Option<Bytes>, LogError> {
+        read: ReadShape,
+    ) -> Result<Option<Records>, LogError> {
         let file = plan.segment.file().await?;
         let path = &plan.segment.path;
-        let scan_extra = if max_bytes <= MAX_SPECULATIVE_READ_BYTES {
-            max_bytes as u64
+        let scan_extra = if read.max_bytes <= MAX_SPECULATIVE_READ_BYTES {
+            read.max_bytes as u64
         } else {
             0
         };
@@ -156,14 +187,22 @@ impl Log {
             return Ok(None);
         };
         let first = found.header;
-        if first.last_offset() >= limit || (first.size > max_bytes && !min_one) {
-            return Ok(Some(Bytes::new()));
+        if first.last_offset() >= limit || (first.size > read.max_bytes && !read.min_one) {
+            return Ok(Some(Records::Memory(Bytes::new())));
         }
         let available = (plan.readable_size - found.position) as usize;
-        let len = max_bytes.max(first.size).min(available);
+        let len = read.max_bytes.max(first.size).min(available);
         // The scan read usually holds the answer already; read again only
         // for what it does not cover.
-        let data = if found.chunk.len() - found.chunk_offset >= len {
+        let covered = found.chunk.len() - found.chunk_offset >= len;
+        if read.region_ok && !covered {
+            if let Some(end) = region_end(&file, path, &found, len, limit)? {
+                if let Some(region) = cached_region(&file, path, found.position, end)? {
+                    return Ok(Some(Records::File(region)));
+                }
+            }
+        }
+        let data = if covered {
             found
                 .chunk
                 .slice(found.chunk_offset..found.chunk_offset + len)
@@ -175,7 +214,7 @@ impl Log {
             .last()
             .map_or(0, |(p, h)| p + h.size);
         assert!(end >= first.size, "the first batch is readable");
-        Ok(Some(data.slice(..end)))
+        Ok(Some(Records::Memory(data.slice(..end))))
     }
 
     /// Scans batch headers from the index position to the first batch that
@@ -249,6 +288,58 @@ impl Log {
 }
 
 /// The batch a read starts with, and the scan read it was found in.
+/// What a read may return: at most `max_bytes` (but one whole batch if `min_one`), as a file
+/// region when `region_ok`.
+#[derive(Clone, Copy)]
+struct ReadShape {
+    max_bytes: usize,
+    min_one: bool,
+    region_ok: bool,
+}
+
+/// Where a region answer from `found` ends: the end of its last whole batch within `len`
+/// bytes and below `limit` (whole batches, as the copying path answers). Batch headers past
+/// the scan read are read one by one from the page cache; `None` (read the ordinary way) when
+/// one is not cached or the batches are so small that walking them costs more than copying.
+fn region_end(
+    file: &glommio::io::BufferedFile,
+    path: &Path,
+    found: &Located,
+    len: usize,
+    limit: i64,
+) -> Result<Option<usize>, LogError> {
+    if found.header.size.saturating_mul(MAX_REGION_HEADER_READS) < len {
+        return Ok(None);
+    }
+    let mut end = found.header.size;
+    let mut header = [0u8; RECORD_BATCH_OVERHEAD];
+    let mut reads = 0;
+    while end + RECORD_BATCH_OVERHEAD <= len {
+        let in_chunk = found.chunk_offset + end;
+        let bytes: &[u8] = if in_chunk + RECORD_BATCH_OVERHEAD <= found.chunk.len() {
+            &found.chunk[in_chunk..]
+        } else {
+            reads += 1;
+            if reads > MAX_REGION_HEADER_READS
+                || !read_cached(file, path, &mut header, found.position + end as u64)?
+            {
+                return Ok(None);
+            }
+            &header
+        };
+        let next = parse_header(bytes).map_err(|e| LogError::Corrupt {
+            path: path.to_path_buf(),
+            position: found.position + end as u64,
+            reason: e.to_string(),
+        })?;
+        if next.last_offset() >= limit || end + next.size > len {
+            break;
+        }
+        end += next.size;
+    }
+    Ok(Some(end))
+}
+
 pub(super) struct Located {
     pub(super) position: u64,
     pub(super) header: BatchHeader,

@@ -3,6 +3,7 @@
 use bytes::{BufMut, Bytes, BytesMut};
 
 use super::Uuid;
+use crate::file_region::{FileRegion, Segment};
 
 /// Tagged fields collected for one encode; each value is pre-encoded because the
 /// wire format puts its size before it.
@@ -37,8 +38,8 @@ impl TaggedFields {
 pub struct Encoder {
     buf: BytesMut,
     /// Completed output segments, used only by vectored encoders: record data
-    /// is kept as its own `Bytes` segment instead of being copied.
-    segments: Vec<Bytes>,
+    /// is kept as its own segment (shared bytes or a file region) instead of being copied.
+    segments: Vec<Segment>,
     vectored: bool,
 }
 
@@ -78,16 +79,20 @@ impl Encoder {
         }
         let mut out = BytesMut::with_capacity(self.len());
         for s in &self.segments {
-            out.put_slice(s);
+            match s {
+                Segment::Bytes(b) => out.put_slice(b),
+                Segment::File(f) => put_file_bytes(&mut out, f),
+            }
         }
         out.put_slice(&self.buf);
         out
     }
 
     /// The encoded bytes as segments in order; record data is not copied.
-    pub fn into_segments(mut self) -> Vec<Bytes> {
+    pub fn into_segments(mut self) -> Vec<Segment> {
         if !self.buf.is_empty() {
-            self.segments.push(self.buf.split().freeze());
+            self.segments
+                .push(Segment::Bytes(self.buf.split().freeze()));
         }
         self.segments
     }
@@ -99,7 +104,7 @@ impl Encoder {
 
     /// Number of bytes written, across all segments.
     pub fn len(&self) -> usize {
-        self.segments.iter().map(Bytes::len).sum::<usize>() + self.buf.len()
+        self.segments.iter().map(Segment::len).sum::<usize>() + self.buf.len()
     }
 
     /// True when nothing was written.
@@ -252,10 +257,29 @@ impl Encoder {
                 } else {
                     self.put_i32(r.len() as i32);
                 }
-                self.segments.push(self.buf.split().freeze());
-                self.segments.push(r.clone());
+                self.segments
+                    .push(Segment::Bytes(self.buf.split().freeze()));
+                self.segments.push(Segment::Bytes(r.clone()));
             }
             _ => self.put_nullable_bytes(records.map(|r| &r[..]), flexible),
+        }
+    }
+
+    /// Writes a `records` field whose data is a file region. A vectored encoder emits the
+    /// region as its own segment, to be sent with `sendfile`; others read it in.
+    pub fn put_records_file(&mut self, region: &FileRegion, flexible: bool) {
+        let len = region.len().min(i32::MAX as usize);
+        if flexible {
+            self.put_unsigned_varint(len_plus_one(len));
+        } else {
+            self.put_i32(len as i32);
+        }
+        if self.vectored {
+            self.segments
+                .push(Segment::Bytes(self.buf.split().freeze()));
+            self.segments.push(Segment::File(region.clone()));
+        } else {
+            put_file_bytes(&mut self.buf, region);
         }
     }
 
@@ -326,6 +350,16 @@ impl Encoder {
 
 fn len_u32(n: usize) -> u32 {
     u32::try_from(n).unwrap_or(u32::MAX)
+}
+
+/// Appends a file region's bytes (a non-vectored encoder's fallback). The length prefix is
+/// already written, so a region that cannot be read is written as zeros: the record batch
+/// CRC then fails in the client, which fetches again, as after any corrupt read.
+fn put_file_bytes(out: &mut BytesMut, region: &FileRegion) {
+    match region.read_to_bytes() {
+        Ok(bytes) => out.put_slice(&bytes),
+        Err(_) => out.put_bytes(0, region.len()),
+    }
 }
 
 fn len_plus_one(n: usize) -> u32 {

@@ -8,7 +8,7 @@ use std::rc::Rc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
-use sluice_log::{Log, LogAppendInfo, LogConfig, LogError};
+use sluice_log::{Log, LogAppendInfo, LogConfig, LogError, Records};
 use sluice_protocol::record_batch::{parse_header, read_records, RecordBatchHeader, RecordBatches};
 use tracing::{debug, info, warn};
 
@@ -54,8 +54,9 @@ pub struct Partition {
 /// What a fetch read from one partition.
 #[derive(Debug)]
 pub struct FetchPartitionData {
-    /// Whole batches as stored.
-    pub records: Bytes,
+    /// Whole batches as stored: in memory, or (a consumer's read) a region of a segment
+    /// file to send as it is.
+    pub records: Records,
     /// The high watermark when the read was made.
     pub high_watermark: i64,
     /// The log start offset.
@@ -453,10 +454,10 @@ impl Partition {
             });
         }
         let records = if fetch_offset >= high_watermark {
-            Bytes::new()
+            Records::default()
         } else {
             self.log
-                .read(
+                .read_for_send(
                     fetch_offset,
                     max_bytes,
                     min_one_message,
@@ -464,7 +465,6 @@ impl Partition {
                 )
                 .await
                 .map_err(out_of_range_or_storage)?
-                .records
         };
         Ok(FetchPartitionData {
             records,

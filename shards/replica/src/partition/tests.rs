@@ -9,7 +9,7 @@ use std::rc::Rc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use sluice_log::{Log, LogConfig};
+use sluice_log::{Log, LogConfig, Records};
 use sluice_protocol::record_batch::RecordBatchBuilder;
 
 use super::*;
@@ -391,7 +391,7 @@ fn a_follower_serves_consumers_up_to_its_own_high_watermark() {
             .read_records(0, 1 << 20, true, -1, false)
             .await
             .expect("follower read");
-        assert_eq!(read.records, all_records(&leader).await);
+        assert_eq!(read.records, Records::Memory(all_records(&leader).await));
         assert_eq!((read.high_watermark, read.log_start_offset), (3, 0));
 
         let views = leader.read_replica_views(&[FOLLOWER], 3);

@@ -21,6 +21,7 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use sluice_config::ReplicaSelectorClass;
+use sluice_log::Records;
 use sluice_protocol::codec::Uuid;
 use sluice_protocol::error::ErrorCode;
 use sluice_protocol::messages::fetch::{
@@ -317,10 +318,14 @@ fn build_response(
             (Ok(_), Some(Ok(data))) => {
                 let mut records = data.records;
                 if returned_any && records.len() > budget {
-                    records = Bytes::new();
+                    records = Records::default();
                 }
                 budget = budget.saturating_sub(records.len());
                 returned_any |= !records.is_empty();
+                let (records, records_file) = match records {
+                    Records::Memory(bytes) => (Some(bytes), None),
+                    Records::File(region) => (None, Some(region)),
+                };
                 PartitionData {
                     partition_index: w.partition,
                     error_code: ErrorCode::NONE.0,
@@ -336,7 +341,8 @@ fn build_response(
                     log_start_offset: data.log_start_offset,
                     aborted_transactions: read_committed.then(Vec::new),
                     preferred_read_replica: data.preferred_read_replica.unwrap_or(-1),
-                    records: Some(records),
+                    records,
+                    records_file,
                     ..PartitionData::default()
                 }
             }

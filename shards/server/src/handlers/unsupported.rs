@@ -13,6 +13,7 @@ use sluice_protocol::api_key::ApiKey;
 use sluice_protocol::error::{ErrorCode, ProtocolError};
 use sluice_protocol::messages::api_versions::{supported_api_versions, ApiVersionsResponse};
 use sluice_protocol::request::{encode_response, RequestDecodeError, ResponseBody};
+use sluice_protocol::Segment;
 use tracing::info;
 
 use crate::dispatch::Outcome;
@@ -39,11 +40,9 @@ pub fn answer(error: &RequestDecodeError) -> Outcome {
         api_version = header.api_version,
         "unsupported API or version; answering UNSUPPORTED_VERSION"
     );
-    Outcome::Respond(vec![unsupported_version_frame(
-        header.api_key,
-        header.correlation_id,
-    )
-    .freeze()])
+    Outcome::Respond(vec![Segment::Bytes(
+        unsupported_version_frame(header.api_key, header.correlation_id).freeze(),
+    )])
 }
 
 fn unsupported_version_frame(api_key: i16, correlation_id: i32) -> BytesMut {

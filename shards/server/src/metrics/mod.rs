@@ -111,6 +111,9 @@ pub struct ShardCounters {
     pub request_bytes: AtomicU64,
     /// Response frame bytes sent.
     pub response_bytes: AtomicU64,
+    /// Of those, record bytes sent from segment files by `sendfile` (never copied into user
+    /// space).
+    pub response_sendfile_bytes: AtomicU64,
     /// The shard thread's kernel id (for its CPU time in /proc); 0 until it runs.
     pub tid: AtomicI32,
     /// The last idle time shown, so that the idle counter never goes back (see `scrape`).
@@ -143,6 +146,7 @@ impl ShardCounters {
             connections: AtomicU64::new(0),
             request_bytes: AtomicU64::new(0),
             response_bytes: AtomicU64::new(0),
+            response_sendfile_bytes: AtomicU64::new(0),
             tid: AtomicI32::new(0),
             idle_shown_us: AtomicU64::new(0),
             stats_us: AtomicU64::new(0),
@@ -300,8 +304,15 @@ impl ShardMetrics {
     }
 
     /// A response of `bytes` (frame, size prefix included) was written.
-    pub fn response_written(&self, bytes: usize) {
+    /// A response of `bytes` was written, `sendfile_bytes` of them from segment files.
+    pub fn response_written(&self, bytes: usize, sendfile_bytes: usize) {
         add(&self.counters.response_bytes, bytes as u64);
+        if sendfile_bytes > 0 {
+            add(
+                &self.counters.response_sendfile_bytes,
+                sendfile_bytes as u64,
+            );
+        }
     }
 
     /// An append to a partition of `topic`: `bytes` of batches, `messages` records.

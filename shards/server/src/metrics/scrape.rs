@@ -205,7 +205,7 @@ fn encode_requests(out: &mut Exposition, registry: &Registry) {
 /// leaders, busy and idle time.
 fn encode_shards(out: &mut Exposition, registry: &Registry, stats: &[Option<ShardStats>]) {
     let labels: Vec<String> = (0..registry.shards.len()).map(|i| i.to_string()).collect();
-    let gauges: [KindedFamily<super::ShardCounters, u64>; 13] = [
+    let gauges: [KindedFamily<super::ShardCounters, u64>; 14] = [
         (
             "kafka_network_requestchannel_requestqueuesize",
             Kind::Gauge,
@@ -235,6 +235,12 @@ fn encode_shards(out: &mut Exposition, registry: &Registry, stats: &[Option<Shar
             Kind::Counter,
             "Response bytes sent by the shard (kafka.server:type=socket-server-metrics,name=outgoing-byte-total).",
             |c| c.response_bytes.load(Ordering::Relaxed),
+        ),
+        (
+            "sluice_network_response_sendfile_bytes_total",
+            Kind::Counter,
+            "Of the response bytes, record data sent from segment files with sendfile, never copied into the broker's memory (Sluice only; Kafka sends every fetch this way).",
+            |c| c.response_sendfile_bytes.load(Ordering::Relaxed),
         ),
         (
             "kafka_server_fetchsessioncache_numincrementalfetchsessions",

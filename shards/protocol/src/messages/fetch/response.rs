@@ -5,6 +5,7 @@ use bytes::Bytes;
 use super::{decode_topic_key, encode_topic_key, flexible, API_KEY, MAX_VERSION, MIN_VERSION};
 use crate::codec::{Decoder, Encoder, TaggedFields, Uuid};
 use crate::error::Result;
+use crate::file_region::FileRegion;
 use crate::messages::common::{
     decode_leader_id_and_epoch, encode_leader_id_and_epoch, put_end, put_node_endpoints_tags,
     read_end, read_node_endpoints_tags,
@@ -63,6 +64,17 @@ pub struct PartitionData {
     pub preferred_read_replica: i32,
     /// Record batches; may end with a partial batch.
     pub records: Option<Bytes>,
+    /// Encode only: the records sent from a segment file instead of `records` (the broker's
+    /// zero-copy read; `records` is then `None`). Decoding never sets it.
+    pub records_file: Option<FileRegion>,
+}
+
+impl PartitionData {
+    /// True when the answer carries record data (in memory or from a file).
+    pub fn has_records(&self) -> bool {
+        self.records.as_ref().is_some_and(|r| !r.is_empty())
+            || self.records_file.as_ref().is_some_and(|f| !f.is_empty())
+    }
 }
 
 impl Default for PartitionData {
@@ -79,6 +91,7 @@ impl Default for PartitionData {
             aborted_transactions: None,
             preferred_read_replica: -1,
             records: None,
+            records_file: None,
         }
     }
 }
@@ -253,7 +266,13 @@ fn encode_partition(p: &PartitionData, e: &mut Encoder, version: i16) {
     if version >= 11 {
         e.put_i32(p.preferred_read_replica);
     }
-    e.put_nullable_records(p.records.as_ref(), flex);
+    match &p.records_file {
+        Some(region) => {
+            debug_assert!(p.records.is_none(), "records come from one place");
+            e.put_records_file(region, flex);
+        }
+        None => e.put_nullable_records(p.records.as_ref(), flex),
+    }
     if flex {
         e.put_tagged_fields(partition_tags(p));
     }
