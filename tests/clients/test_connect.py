@@ -6,8 +6,13 @@ The worker creates its three internal topics itself and refuses to start unless 
 `cleanup.policy=compact` (it reads the topic's config back with DescribeConfigs); the test reads them
 back too. A FileStreamSource (file -> topic, one partition) and a FileStreamSink (topic -> file)
 copy 5,000 seeded lines, which must arrive complete and in order, with both connectors and their
-tasks RUNNING in the REST API. Then a writer appends 5,000 more lines at about 1,000 a second, the
-worker is killed with -9 while the sink is writing them, and restarted.
+tasks RUNNING in the REST API. Then a writer appends 6,000 more lines at about 1,000 a second, the
+worker is killed with -9 while the sink is writing them (4.5 s or more into it), and restarted.
+
+The worker creates its offsets topic with the topic settings given as offset.storage.* (segment.ms=1000,
+min.cleanable.dirty.ratio=0.01), so the source's position commits, one a second, roll into segments
+that the cleaner compacts: after the kill fewer than half of them are left, the latest among them, and
+the restarted worker resumes from that compacted topic.
 
 At-least-once's in-flight window, measured exactly: the source commits the file position it has
 read to (in the offsets topic) and the sink its consumer group's offset, each every
@@ -34,14 +39,15 @@ from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
 import connect_worker
 
 # The worker's and the sink's groups start rebalancing at once, as kafka_broker.py's Kafka does.
-BROKER_SETTINGS = {"group.initial.rebalance.delay.ms": 0}
+# The cleaner looks for work every 200 ms (Kafka's default: 15 s), so the offsets topic compacts within the test.
+BROKER_SETTINGS = {"group.initial.rebalance.delay.ms": 0, "log.cleaner.backoff.ms": 200}
 TOPIC = "connect-lines"
 SOURCE = "file-source"
 SINK = "file-sink"
 INTERNAL = {"connect-configs": 1, "connect-offsets": 25, "connect-status": 5}  # Connect's default partitions
 FLUSH_MS = 1000
 FIRST = 5_000
-SECOND = 5_000
+SECOND = 6_000
 APPEND_PER_S = 1_000
 
 
@@ -78,16 +84,17 @@ def _sink_committed(bs):
         c.close()
 
 
-def _source_position(bs, source_file):
+def _source_offsets(bs, source_file):
     """The source task's last committed file position, from the worker's offsets topic (JSON key
-    [connector, partition], value {"position": bytes})."""
+    [connector, partition], value {"position": bytes}), the number of its records read from the
+    start of the topic and the end offset of their partition (only this task writes there)."""
     key = [SOURCE, {"filename": str(source_file)}]
     c = Consumer({"bootstrap.servers": bs, "group.id": "connect-test-offsets-reader", "enable.auto.commit": False})
     try:
         parts = c.list_topics("connect-offsets", timeout=10).topics["connect-offsets"].partitions
         ends = {p: c.get_watermark_offsets(TopicPartition("connect-offsets", p), timeout=10)[1] for p in parts}
         c.assign([TopicPartition("connect-offsets", p, 0) for p in parts if ends[p] > 0])
-        position, seen = None, {p: 0 for p in parts}
+        position, records, where, seen = None, 0, None, {p: 0 for p in parts}
         deadline = time.time() + 30
         while any(seen[p] < ends[p] for p in parts) and time.time() < deadline:
             m = c.poll(1.0)
@@ -96,8 +103,9 @@ def _source_position(bs, source_file):
             seen[m.partition()] = m.offset() + 1
             if m.key() is not None and json.loads(m.key()) == key:
                 position = json.loads(m.value())["position"] if m.value() is not None else None
+                records, where = records + 1, m.partition()
         assert all(seen[p] >= ends[p] for p in parts), f"read connect-offsets to its end: {seen} of {ends}"
-        return position
+        return position, records, ends.get(where, 0)
     finally:
         c.close()
 
@@ -142,7 +150,12 @@ def test_file_source_and_sink_survive_kill9(broker, tmp_path):
     # The sink task's consumer gets the worker's 10 s session timeout instead of the consumer's 45 s: its
     # group rebalances for the restarted task only once the killed task's member has expired.
     worker = connect_worker.Worker(tmp_path / "worker", bs, {"offset.flush.interval.ms": FLUSH_MS,
-                                                             "consumer.session.timeout.ms": 10_000})
+                                                             "consumer.session.timeout.ms": 10_000,
+                                                             # offset.storage.<topic config>: the worker
+                                                             # creates its offsets topic with these, so its
+                                                             # segments roll each second and get compacted
+                                                             "offset.storage.segment.ms": 1000,
+                                                             "offset.storage.min.cleanable.dirty.ratio": 0.01})
     worker.start()
     try:
         root = worker.wait_rest()
@@ -158,6 +171,10 @@ def test_file_source_and_sink_survive_kill9(broker, tmp_path):
             res = ConfigResource(ConfigResource.Type.TOPIC, topic)
             configs = admin.describe_configs([res])[res].result(30)
             assert configs["cleanup.policy"].value == "compact", (topic, configs["cleanup.policy"])
+        offsets_res = ConfigResource(ConfigResource.Type.TOPIC, "connect-offsets")
+        offsets_configs = admin.describe_configs([offsets_res])[offsets_res].result(30)
+        assert (offsets_configs["segment.ms"].value, offsets_configs["min.cleanable.dirty.ratio"].value) == \
+            ("1000", "0.01"), "the worker passed its offset.storage.* topic settings to CreateTopics"
 
         plugins = {p["class"] for p in worker.request("GET", "/connector-plugins")}
         assert {"org.apache.kafka.connect.file.FileStreamSourceConnector",
@@ -188,7 +205,8 @@ def test_file_source_and_sink_survive_kill9(broker, tmp_path):
         # Kill -9 while the sink is writing the appended lines.
         appender = _Appender(source_file, lines[FIRST:])
         appender.start()
-        _wait_sink(worker, sink_file, FIRST + SECOND // 3)
+        # Late enough that the appender has run for longer than the window bound below (4 s).
+        _wait_sink(worker, sink_file, FIRST + 4_500)
         worker.kill9()
         killed_at = time.time()
     except BaseException:
@@ -201,8 +219,19 @@ def test_file_source_and_sink_survive_kill9(broker, tmp_path):
     written = len(_read_lines(sink_file))
     produced = _end_offset(bs, TOPIC)
     sink_committed = _sink_committed(bs)
-    position = _source_position(bs, source_file)
+    position, records, written_records = _source_offsets(bs, source_file)
     assert position is not None, "the source had committed a position"
+    # The source committed a position every second into the compacted offsets topic: once the cleaner
+    # has been through it, fewer records are left of it, the latest among them, and the restarted worker
+    # resumes from what is left.
+    deadline = time.time() + 30
+    while records > written_records // 2 and time.time() < deadline:
+        time.sleep(0.5)
+        latest, records, written_records = _source_offsets(bs, source_file)
+        assert latest == position, "compaction kept the latest committed position"
+    print(f"connect-offsets: {written_records} commits of the source's position, {records} left after compaction")
+    # >= 4: the appender ran 4.5 s or more before the kill, a commit each second
+    assert written_records >= 4 and records <= written_records // 2, (records, written_records)
     source_committed = source_file.read_bytes()[:position].count(b"\n")
     assert FIRST <= sink_committed <= written <= produced, (sink_committed, written, produced)
     assert FIRST <= source_committed <= produced <= FIRST + SECOND, (source_committed, produced)
