@@ -71,20 +71,29 @@ def tools_libs_ready(libs: Path | None = None) -> bool:
 def ensure_tools_libs() -> Path:
     """Return the directory holding the tools' jars, fetching them with Maven when missing or
     when kafka-tools/pom.xml changed since the last fetch (offline from ~/.m2 first)."""
-    libs = libs_dir()
-    if tools_libs_ready(libs):
+    return ensure_maven_libs(POM, libs_dir(), f"kafka-tools-{KAFKA_VERSION}.jar")
+
+
+def ensure_maven_libs(pom: Path, libs: Path, marker_jar: str) -> Path:
+    """Copy the runtime dependencies of `pom` into `libs` unless a stamp there says they were copied
+    from this very pom (its hash); `marker_jar` must be among them. Offline from ~/.m2 first."""
+    pom_hash = hashlib.sha256(pom.read_bytes()).hexdigest()
+    stamp = _stamp(libs)
+    if stamp.exists() and stamp.read_text().strip() == pom_hash:
         return libs
+    # copy-dependencies adds jars and never removes one: start empty, so a jar of an older pin
+    # never stays on the classpath beside the new one.
     if libs.exists():
         shutil.rmtree(libs)
-    cmd = ["mvn", "-q", "-B", "-f", str(POM), "dependency:copy-dependencies",
+    cmd = ["mvn", "-q", "-B", "-f", str(pom), "dependency:copy-dependencies",
            f"-DoutputDirectory={libs}", "-DincludeScope=runtime"]
     r = None
     for extra in (["-o"], []):
         r = subprocess.run(cmd + extra, check=False, capture_output=True, text=True, timeout=900)
-        if r.returncode == 0 and (libs / f"kafka-tools-{KAFKA_VERSION}.jar").exists():
-            _stamp(libs).write_text(_pom_hash() + "\n")
+        if r.returncode == 0 and (libs / marker_jar).exists():
+            stamp.write_text(pom_hash + "\n")
             return libs
-    raise RuntimeError(f"could not fetch the Kafka {KAFKA_VERSION} tools' jars with Maven:\n"
+    raise RuntimeError(f"could not fetch the jars of {pom} with Maven:\n"
                        f"{r.stdout[-3000:]}\n{r.stderr[-3000:]}")
 
 

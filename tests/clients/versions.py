@@ -5,7 +5,8 @@ what is installed. Used by tests/compat/generate (COMPATIBILITY.md, "Versions") 
 
 Pins: tests/clients/requirements.txt (Python), node/package.json + package-lock.json (kafkajs),
 go/go.mod + go.sum (franz-go, kadm, kmsg, Sarama), java/pom.xml (kafka-clients, kafka-streams),
-kafka-tools/pom.xml (Kafka's CLI tools), kafka_broker.py (the Apache Kafka reference broker).
+kafka-tools/pom.xml (Kafka's CLI tools), connect/pom.xml and connect/file-plugin/pom.xml (the Kafka
+Connect worker and the FileStream connectors), kafka_broker.py (the Apache Kafka reference broker).
 kcat is Debian's package (tests/run installs it with apt-get) and cannot be pinned.
 """
 
@@ -254,6 +255,14 @@ def rows() -> list[tuple[str, str, str, str]]:
     tools = jar_version(kafka_cli.libs_dir(), "kafka-tools")
     out.append(("Kafka CLI tools (kafka-tools, kafka_2.13)", pom_kafka_version(TOOLS_POM), f"`{rel(TOOLS_POM)}`",
                 f"{tools} (jars in `{shown(kafka_cli.libs_dir())}`)" if tools else "not fetched"))
+    import connect_worker
+    worker = jar_version(connect_worker.cache_dir() / "libs", "connect-runtime")
+    out.append(("Kafka Connect worker (connect-runtime, `test_connect.py`)", pom_kafka_version(connect_worker.POM),
+                f"`{rel(connect_worker.POM)}`",
+                f"{worker} (jars in `{shown(connect_worker.cache_dir() / 'libs')}`)" if worker else "not fetched"))
+    files = jar_version(connect_worker.cache_dir() / "plugins" / "connect-file", "connect-file")
+    out.append(("Kafka Connect FileStream connectors (connect-file, a plugin)", connect_worker.file_connectors_version(),
+                f"`{rel(connect_worker.FILE_PLUGIN_POM)}`", files or "not fetched"))
     out.append(("kcat", "not pinned: Debian's `kcat` package", "`tests/run` (apt-get install kcat)",
                 kcat() or "not installed"))
     kv, libs = reference_kafka()
