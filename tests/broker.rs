@@ -717,7 +717,7 @@ fn old_data_is_sent_from_the_segment_files_as_appended() {
     create_topic(&mut client, "from-file", 2);
     // 8 MiB per partition, twice the tail cache: the first half is read from the files.
     let value = vec![b'v'; 1000];
-    let mut sent = vec![Vec::new(), Vec::new()];
+    let mut sent = [Vec::new(), Vec::new()];
     for partition in 0..2 {
         for round in 0..40 {
             let mut builder =
