@@ -271,4 +271,71 @@ mod tests {
         assert_eq!(advance(&segments, 0, 2, 2), (2, 1));
         assert_eq!(advance(&segments, 0, 0, 5), (3, 0));
     }
+
+    /// A region larger than the socket buffers, sent to a slow reader: `sendfile` meets a full
+    /// buffer (EAGAIN) many times, waits through glommio, and every byte arrives in order,
+    /// after the bytes segment in front of it and before the one behind it.
+    #[test]
+    fn a_region_reaches_a_slow_reader_whole_and_in_order() {
+        use std::io::Read;
+        use std::os::fd::OwnedFd;
+        use std::sync::Arc;
+
+        let dir = std::env::temp_dir().join(format!("sluice-sendfile-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("segment");
+        let data: Vec<u8> = (0..16 << 20).map(|i: u32| (i % 253) as u8).collect();
+        std::fs::write(&path, &data).unwrap();
+        let region_at = 4096;
+        let region_len = (12 << 20) + 5;
+        let expected: Vec<u8> = [
+            &b"head"[..],
+            &data[region_at..region_at + region_len],
+            b"tail",
+        ]
+        .concat();
+
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        drop(listener);
+        let reader = std::thread::spawn(move || {
+            let mut stream = loop {
+                match std::net::TcpStream::connect(("127.0.0.1", port)) {
+                    Ok(s) => break s,
+                    Err(_) => std::thread::sleep(std::time::Duration::from_millis(10)),
+                }
+            };
+            let mut got = Vec::new();
+            let mut chunk = vec![0u8; 256 << 10];
+            loop {
+                // Slower than the sender: the socket buffers fill up.
+                std::thread::sleep(std::time::Duration::from_millis(2));
+                let n = stream.read(&mut chunk).unwrap();
+                if n == 0 {
+                    return got;
+                }
+                got.extend_from_slice(&chunk[..n]);
+            }
+        });
+        glommio::LocalExecutorBuilder::default()
+            .spawn(move || async move {
+                let listener = glommio::net::TcpListener::bind(("127.0.0.1", port)).unwrap();
+                let mut stream = listener.accept().await.unwrap();
+                let fd = Arc::new(OwnedFd::from(std::fs::File::open(&path).unwrap()));
+                let segments = [
+                    Segment::Bytes(Bytes::from_static(b"head")),
+                    Segment::File(FileRegion::new(fd, region_at as u64, region_len)),
+                    Segment::Bytes(Bytes::from_static(b"tail")),
+                ];
+                write_segments(&mut stream, &segments).await.unwrap();
+                stream.close().await.unwrap();
+            })
+            .unwrap()
+            .join()
+            .unwrap();
+        let got = reader.join().unwrap();
+        assert_eq!(got.len(), expected.len());
+        assert!(got == expected, "the bytes arrive as sent");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 }
