@@ -5,7 +5,8 @@ what is installed. Used by tests/compat/generate (COMPATIBILITY.md, "Versions") 
 
 Pins: tests/clients/requirements.txt (Python), node/package.json + package-lock.json (kafkajs),
 go/go.mod + go.sum (franz-go, kadm, kmsg, Sarama), java/pom.xml (kafka-clients, kafka-streams),
-kafka-tools/pom.xml (Kafka's CLI tools), kafka_broker.py (the Apache Kafka reference broker).
+kafka-tools/pom.xml (Kafka's CLI tools), mirror/pom.xml (MirrorMaker 2), kafka_broker.py (the Apache Kafka
+reference broker).
 kcat is Debian's package (tests/run installs it with apt-get) and cannot be pinned.
 """
 
@@ -254,6 +255,10 @@ def rows() -> list[tuple[str, str, str, str]]:
     tools = jar_version(kafka_cli.libs_dir(), "kafka-tools")
     out.append(("Kafka CLI tools (kafka-tools, kafka_2.13)", pom_kafka_version(TOOLS_POM), f"`{rel(TOOLS_POM)}`",
                 f"{tools} (jars in `{shown(kafka_cli.libs_dir())}`)" if tools else "not fetched"))
+    import mirror
+    mm2 = jar_version(mirror.libs_dir(), "connect-mirror")
+    out.append(("MirrorMaker 2 (connect-mirror; `test_mirrormaker.py`)", mirror.mirror_version(), f"`{rel(mirror.POM)}`",
+                f"{mm2} (jars in `{shown(mirror.libs_dir())}`)" if mm2 else "not fetched"))
     out.append(("kcat", "not pinned: Debian's `kcat` package", "`tests/run` (apt-get install kcat)",
                 kcat() or "not installed"))
     kv, libs = reference_kafka()
