@@ -93,8 +93,10 @@ macro_rules! def {
     };
 }
 
-/// Every topic config Kafka 4.x defines (the names `kafka-configs --entity-type topics`
-/// accepts), in name order.
+/// Every topic config Kafka 4.4 defines (the names `kafka-configs --entity-type topics`
+/// accepts, and those a Kafka 4.4 topic's DescribeConfigs lists), in name order. Tools copy
+/// whole lists of them: MirrorMaker 2 syncs a topic's every config (defaults as deletions) in one
+/// IncrementalAlterConfigs, which an unknown name fails whole.
 pub static TOPIC_CONFIGS: &[TopicConfigDef] = &[
     def!("cleanup.policy", Some("log.cleanup.policy"), List, "delete", Valid::ListOf(&["compact", "delete"]),
         "The retention policy of log segments: \"delete\" discards old segments, \"compact\" keeps the latest value per key."),
@@ -109,6 +111,8 @@ pub static TOPIC_CONFIGS: &[TopicConfigDef] = &[
         "The compression level when compression.type is zstd."),
     def!("delete.retention.ms", Some("log.cleaner.delete.retention.ms"), Long, "86400000", Valid::Range(0, i64::MAX),
         "How long delete tombstones are retained for log-compacted topics."),
+    def!("errors.deadletterqueue.group.enable", None, Boolean, "false", Valid::Any,
+        "Allow share groups to write undeliverable records to this topic as a dead-letter queue."),
     def!("file.delete.delay.ms", Some("log.segment.delete.delay.ms"), Long, "60000", Valid::Range(0, i64::MAX),
         "The time to wait before deleting a file from the filesystem."),
     def!("flush.messages", Some("log.flush.interval.messages"), Long, LONG_MAX, Valid::Range(1, i64::MAX),
@@ -127,6 +131,9 @@ pub static TOPIC_CONFIGS: &[TopicConfigDef] = &[
         "How long local segments are kept when tiered storage is enabled (-2: retention.ms)."),
     def!("max.compaction.lag.ms", Some("log.cleaner.max.compaction.lag.ms"), Long, LONG_MAX, Valid::Range(1, i64::MAX),
         "The longest a message stays ineligible for compaction."),
+    def!("max.decompressed.message.bytes", Some("max.decompressed.message.bytes"), Int, "2147483639",
+        Valid::Range(1, 2147483639),
+        "The largest decompressed size of a single record the broker accepts."),
     def!("max.message.bytes", Some("message.max.bytes"), Int, "1048588", Valid::Range(0, I32),
         "The largest record batch size allowed."),
     def!("message.timestamp.after.max.ms", Some("log.message.timestamp.after.max.ms"), Long, "3600000", Valid::Range(0, i64::MAX),
@@ -144,6 +151,10 @@ pub static TOPIC_CONFIGS: &[TopicConfigDef] = &[
         "Replicas that must acknowledge a write with acks=all."),
     def!("preallocate", Some("log.preallocate"), Boolean, "false", Valid::Any,
         "Preallocate the file on disk when creating a new log segment."),
+    def!("remote.copy.lag.bytes", Some("log.remote.copy.lag.bytes"), Long, "-1", Valid::Range(-1, i64::MAX),
+        "Newer local bytes after a segment that make it eligible for upload to remote storage (-1: local.retention.bytes)."),
+    def!("remote.copy.lag.ms", Some("log.remote.copy.lag.ms"), Long, "0", Valid::Range(-1, i64::MAX),
+        "Time since a segment's newest record that makes it eligible for upload to remote storage (-1: local.retention.ms)."),
     def!("remote.log.copy.disable", None, Boolean, "false", Valid::Any,
         "Stop copying segments to remote storage."),
     def!("remote.log.delete.on.disable", None, Boolean, "false", Valid::Any,

@@ -6,7 +6,8 @@ what is installed. Used by tests/compat/generate (COMPATIBILITY.md, "Versions") 
 Pins: tests/clients/requirements.txt (Python), node/package.json + package-lock.json (kafkajs),
 go/go.mod + go.sum (franz-go, kadm, kmsg, Sarama), java/pom.xml (kafka-clients, kafka-streams),
 kafka-tools/pom.xml (Kafka's CLI tools), connect/pom.xml and connect/file-plugin/pom.xml (the Kafka
-Connect worker and the FileStream connectors), kafka_broker.py (the Apache Kafka reference broker).
+Connect worker and the FileStream connectors), mirror/pom.xml (MirrorMaker 2), kafka_broker.py (the
+Apache Kafka reference broker).
 kcat is Debian's package (tests/run installs it with apt-get) and cannot be pinned.
 """
 
@@ -263,6 +264,10 @@ def rows() -> list[tuple[str, str, str, str]]:
     files = jar_version(connect_worker.cache_dir() / "plugins" / "connect-file", "connect-file")
     out.append(("Kafka Connect FileStream connectors (connect-file, a plugin)", connect_worker.file_connectors_version(),
                 f"`{rel(connect_worker.FILE_PLUGIN_POM)}`", files or "not fetched"))
+    import mirror
+    mm2 = jar_version(mirror.libs_dir(), "connect-mirror")
+    out.append(("MirrorMaker 2 (connect-mirror; `test_mirrormaker.py`)", mirror.mirror_version(), f"`{rel(mirror.POM)}`",
+                f"{mm2} (jars in `{shown(mirror.libs_dir())}`)" if mm2 else "not fetched"))
     out.append(("kcat", "not pinned: Debian's `kcat` package", "`tests/run` (apt-get install kcat)",
                 kcat() or "not installed"))
     kv, libs = reference_kafka()

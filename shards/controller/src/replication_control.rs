@@ -606,6 +606,82 @@ mod tests {
         }
     }
 
+    /// MirrorMaker 2 copies a Kafka 4.4 topic's configs as one IncrementalAlterConfigs: SET for the
+    /// source's overrides, DELETE for every config it reports at its default, Kafka 4.4's newest
+    /// names among them (share groups' dead-letter queue, tiered storage's copy lag, the
+    /// decompressed record limit). Every one must be known, or the whole request fails.
+    #[test]
+    fn a_kafka_4_4_topics_whole_config_list_is_accepted() {
+        use sluice_shard::ConfigChange;
+        let state = three_brokers();
+        let mut changes = vec![ConfigChange {
+            name: "retention.ms".into(),
+            op: ConfigOp::Set("3600000".into()),
+        }];
+        for name in [
+            "errors.deadletterqueue.group.enable",
+            "max.decompressed.message.bytes",
+            "remote.copy.lag.bytes",
+            "remote.copy.lag.ms",
+            "cleanup.policy",
+            "segment.bytes",
+        ] {
+            changes.push(ConfigChange {
+                name: name.into(),
+                op: ConfigOp::Delete,
+            });
+        }
+        let request = TopicConfigChanges {
+            topic: "t".into(),
+            changes,
+            replace_all: false,
+        };
+        let records = config_records(&state.image, &request).expect("accepted");
+        assert_eq!(
+            records,
+            vec![MetadataRecord::Config {
+                topic_id: Uuid::from_u128(7),
+                name: "retention.ms".into(),
+                value: "3600000".into(),
+            }]
+        );
+        // Their values are checked as Kafka 4.4 checks them.
+        for (name, value, accepted) in [
+            ("errors.deadletterqueue.group.enable", "true", true),
+            ("errors.deadletterqueue.group.enable", "yes", false),
+            ("max.decompressed.message.bytes", "1048576", true),
+            ("max.decompressed.message.bytes", "0", false),
+            ("max.decompressed.message.bytes", "2147483640", false),
+            ("remote.copy.lag.ms", "-1", true),
+            ("remote.copy.lag.ms", "-2", false),
+            ("remote.copy.lag.bytes", "-1", true),
+            ("remote.copy.lag.bytes", "-2", false),
+        ] {
+            let request = TopicConfigChanges {
+                topic: "t".into(),
+                changes: vec![ConfigChange {
+                    name: name.into(),
+                    op: ConfigOp::Set(value.into()),
+                }],
+                replace_all: false,
+            };
+            let result = config_records(&state.image, &request);
+            assert_eq!(result.is_ok(), accepted, "{name}={value}: {result:?}");
+        }
+        let unknown = TopicConfigChanges {
+            topic: "t".into(),
+            changes: vec![ConfigChange {
+                name: "no.such.config".into(),
+                op: ConfigOp::Delete,
+            }],
+            replace_all: false,
+        };
+        assert!(matches!(
+            config_records(&state.image, &unknown),
+            Err(MetadataError::InvalidConfig(m)) if m == "Unknown topic config name: no.such.config"
+        ));
+    }
+
     #[test]
     fn new_partitions_continue_the_round_robin_in_one_list_of_records() {
         let mut state = three_brokers();
