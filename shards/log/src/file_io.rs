@@ -10,11 +10,9 @@
 
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::path::Path;
-use std::sync::Arc;
 
 use bytes::{BufMut, Bytes, BytesMut};
 use glommio::io::BufferedFile;
-use sluice_protocol::FileRegion;
 
 use crate::error::LogError;
 
@@ -172,19 +170,14 @@ fn read_nowait(
     Ok(out.len())
 }
 
-/// `[pos, pos + len)` of `file` as a region to send without reading it, if every page of it is
-/// in the page cache now (`cachestat(2)`, Linux 6.5+): `sendfile` of a cached page never waits
-/// for the disk, so it can run on the shard's thread. `None` when a page is missing or the
-/// kernel has no `cachestat`: the caller reads through [`read_exact`] instead.
-pub(crate) fn cached_region(
-    file: &BufferedFile,
-    path: &Path,
-    pos: u64,
-    len: usize,
-) -> Result<Option<FileRegion>, LogError> {
+/// Whether every page of `[pos, pos + len)` of `file` is in the page cache now
+/// (`cachestat(2)`, Linux 6.5+): `sendfile` of cached pages never waits for the disk, so it
+/// can run on the shard's thread. `false` when a page is missing or the kernel has no
+/// `cachestat`: the caller reads through [`read_exact`] instead.
+pub(crate) fn is_cached(file: &BufferedFile, pos: u64, len: usize) -> bool {
     const PAGE_BYTES: u64 = 4096;
     if len == 0 {
-        return Ok(None);
+        return false;
     }
     let range = CachestatRange {
         off: pos,
@@ -202,29 +195,24 @@ pub(crate) fn cached_region(
             0u32,
         )
     };
-    if rc != 0 {
-        return Ok(None);
-    }
     let pages = (pos + len as u64).div_ceil(PAGE_BYTES) - pos / PAGE_BYTES;
-    if stat.nr_cache < pages {
-        return Ok(None);
-    }
-    // SAFETY: F_DUPFD_CLOEXEC only reads the descriptor number; the new descriptor it returns
-    // is owned by nothing else, so `OwnedFd` takes it.
+    rc == 0 && stat.nr_cache >= pages
+}
+
+/// A new descriptor of `file` (close-on-exec) for file regions to send from; `None` when the
+/// process is out of descriptors, as a broker under its limit must still answer.
+pub(crate) fn dup_fd(file: &BufferedFile, path: &Path) -> Result<Option<OwnedFd>, LogError> {
+    // SAFETY: F_DUPFD_CLOEXEC only reads the descriptor number.
     let dup = unsafe { libc::fcntl(file.as_raw_fd(), libc::F_DUPFD_CLOEXEC, 0) };
     if dup < 0 {
         let e = std::io::Error::last_os_error();
-        // Out of descriptors (many regions in flight): read the ordinary way, as a broker
-        // under a descriptor limit must still answer.
         if matches!(e.raw_os_error(), Some(libc::EMFILE) | Some(libc::ENFILE)) {
             return Ok(None);
         }
         return Err(LogError::io(path, e));
     }
-    // SAFETY: `dup` is a fresh descriptor owned by no one else (above).
-    let fd = unsafe { OwnedFd::from_raw_fd(dup) };
-    copies::add_region(len);
-    Ok(Some(FileRegion::new(Arc::new(fd), pos, len)))
+    // SAFETY: `dup` is a fresh descriptor owned by nothing else.
+    Ok(Some(unsafe { OwnedFd::from_raw_fd(dup) }))
 }
 
 /// `cachestat(2)`'s number: 451 in the generic syscall table every Linux architecture shares.

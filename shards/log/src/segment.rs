@@ -2,14 +2,16 @@
 
 use std::cell::{Cell, RefCell};
 use std::future::poll_fn;
+use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
+use std::sync::Arc;
 use std::task::{Poll, Waker};
 
 use glommio::io::{BufferedFile, OpenOptions};
 
 use crate::error::LogError;
-use crate::file_io::write_all;
+use crate::file_io::{dup_fd, write_all};
 use crate::index::{OffsetIndex, TimeIndex, OFFSET_ENTRY_BYTES, TIME_ENTRY_BYTES};
 
 /// Kafka's segment file name: the base offset as 20 zero-padded digits.
@@ -94,6 +96,10 @@ pub(crate) struct LogSegment {
     /// Rolled in this process, and the append that rolled past it has not
     /// yet written its final time index entry.
     pub final_index_pending: Cell<bool>,
+    /// A dup of the file's descriptor that file regions share (made by the first region):
+    /// one descriptor per segment however many responses are in flight, and it keeps the
+    /// file readable for them after the segment is deleted or replaced.
+    send_fd: RefCell<Option<Arc<OwnedFd>>>,
 }
 
 impl LogSegment {
@@ -111,6 +117,7 @@ impl LogSegment {
             created_ms: Cell::new(now_ms),
             last_modified_ms: Cell::new(now_ms),
             final_index_pending: Cell::new(false),
+            send_fd: RefCell::new(None),
         }
     }
 
@@ -128,6 +135,7 @@ impl LogSegment {
             created_ms: Cell::new(now_ms),
             last_modified_ms: Cell::new(now_ms),
             final_index_pending: Cell::new(false),
+            send_fd: RefCell::new(None),
         }
     }
 
@@ -160,6 +168,20 @@ impl LogSegment {
             wakers.into_iter().for_each(Waker::wake);
         }
         result
+    }
+
+    /// The descriptor file regions of this segment send from (see `send_fd`); `None` when
+    /// the process is out of descriptors (the caller reads the ordinary way).
+    pub fn send_fd(&self, file: &BufferedFile) -> Result<Option<Arc<OwnedFd>>, LogError> {
+        if let Some(fd) = &*self.send_fd.borrow() {
+            return Ok(Some(fd.clone()));
+        }
+        let Some(fd) = dup_fd(file, &self.path)? else {
+            return Ok(None);
+        };
+        let fd = Arc::new(fd);
+        *self.send_fd.borrow_mut() = Some(fd.clone());
+        Ok(Some(fd))
     }
 
     /// The open file, waiting while a roll is still creating it.

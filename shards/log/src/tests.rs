@@ -9,7 +9,7 @@ use glommio::LocalExecutorBuilder;
 
 use crate::batch::testing::make_batch;
 use crate::batch::{check_crc, parse_header, HeaderWalker};
-use crate::{Log, LogConfig, LogError};
+use crate::{Log, LogConfig, LogError, Records};
 
 mod replication;
 mod segments;
@@ -782,5 +782,64 @@ fn timed_out_append_waits_leave_nothing_behind() {
         let () = woken;
         assert!(log.waiters.borrow().is_empty());
         log.delete().await.unwrap();
+    });
+}
+
+/// `read_for_send` answers a read the page cache holds and the scan read does not already
+/// cover as a region of the segment file holding exactly the bytes `read` answers (whole
+/// batches, cut at `max_bytes` and at the limit); logs of tiny batches come back in memory.
+#[test]
+fn read_for_send_answers_cached_large_reads_as_regions_of_the_same_bytes() {
+    run(|| async {
+        let config = LogConfig {
+            segment_bytes: 8 << 20,
+            tail_cache_bytes: 0,
+            ..LogConfig::default()
+        };
+        let log = Log::open(test_dir("regions"), config).await.unwrap();
+        for _ in 0..40 {
+            log.append(&batches(&[3], 60_000)).await.unwrap();
+        }
+        let end = log.log_end_offset();
+        for start in [0, 1, 37, 90] {
+            for max_bytes in [1000, 100_000, 1 << 20] {
+                for max_offset in [None, Some(60), Some(start + 1)] {
+                    let read = log.read(start, max_bytes, true, max_offset).await.unwrap();
+                    let sent = log
+                        .read_for_send(start, max_bytes, true, max_offset)
+                        .await
+                        .unwrap();
+                    let case = format!("start {start}, max {max_bytes}, limit {max_offset:?}");
+                    let bytes = match &sent {
+                        Records::Memory(b) => b.clone(),
+                        Records::File(f) => f.read_to_bytes().unwrap(),
+                    };
+                    assert_eq!(bytes, read.records, "{case}");
+                    // More than the scan read holds: sent from the file.
+                    if read.records.len() > 64 * 1024 {
+                        assert!(matches!(sent, Records::File(_)), "{case}: a region");
+                    }
+                }
+            }
+        }
+        assert_eq!(end, 120);
+        // Batches so small that finding them costs more than copying: bytes in memory.
+        let tiny = Log::open(
+            test_dir("regions-tiny"),
+            LogConfig {
+                tail_cache_bytes: 0,
+                ..LogConfig::default()
+            },
+        )
+        .await
+        .unwrap();
+        for _ in 0..2000 {
+            tiny.append(&batches(&[1], 100)).await.unwrap();
+        }
+        let sent = tiny.read_for_send(0, 1 << 20, true, None).await.unwrap();
+        let read = tiny.read(0, 1 << 20, true, None).await.unwrap();
+        assert_eq!(sent, Records::Memory(read.records));
+        log.delete().await.unwrap();
+        tiny.delete().await.unwrap();
     });
 }

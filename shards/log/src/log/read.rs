@@ -9,11 +9,12 @@ use std::rc::Rc;
 use std::task::{Context, Poll};
 
 use bytes::Bytes;
+use sluice_protocol::FileRegion;
 
 use super::{readable_size, FetchDataInfo, Log, Records};
 use crate::batch::{self, parse_header, BatchHeader, RECORD_BATCH_OVERHEAD};
 use crate::error::LogError;
-use crate::file_io::{cached_region, read_cached, read_exact};
+use crate::file_io::{is_cached, read_cached, read_exact};
 use crate::segment::LogSegment;
 
 /// Header bytes read per I/O while looking for a batch in a segment.
@@ -24,9 +25,10 @@ const MIN_SCAN_READ_BYTES: u64 = 16 * 1024;
 /// offset), so a read-ahead from there missed the answer's end and the whole answer was read
 /// again — 2.0 bytes copied from the page cache per byte read (`bench/iopath` `log-read`).
 const MAX_SPECULATIVE_READ_BYTES: usize = 64 * 1024;
-/// Batch headers a region answer may read to find its end (a `preadv2` of 61 bytes each);
-/// with smaller batches than `len / this`, copying the data costs less than finding them.
-const MAX_REGION_HEADER_READS: usize = 32;
+/// Batch headers a region answer may read to find its end (a `preadv2` of 61 bytes each,
+/// ~1 µs): 128 of them cost about what copying 1 MiB twice (page cache to memory, memory to
+/// socket) does, so batches smaller than `len / 128` (8 KiB for a 1 MiB read) are copied.
+const MAX_REGION_HEADER_READS: usize = 128;
 
 impl Log {
     /// Resolves once `readable_end_offset() > beyond_offset`, or when the log
@@ -196,10 +198,8 @@ impl Log {
         // for what it does not cover.
         let covered = found.chunk.len() - found.chunk_offset >= len;
         if read.region_ok && !covered {
-            if let Some(end) = region_end(&file, path, &found, len, limit)? {
-                if let Some(region) = cached_region(&file, path, found.position, end)? {
-                    return Ok(Some(Records::File(region)));
-                }
+            if let Some(region) = self.region(plan, &file, &found, len, limit)? {
+                return Ok(Some(Records::File(region)));
             }
         }
         let data = if covered {
@@ -215,6 +215,30 @@ impl Log {
             .map_or(0, |(p, h)| p + h.size);
         assert!(end >= first.size, "the first batch is readable");
         Ok(Some(Records::Memory(data.slice(..end))))
+    }
+
+    /// `found`'s batches as a region of the segment file, if the page cache holds them all
+    /// (see [`Log::read_for_send`]).
+    fn region(
+        &self,
+        plan: &ReadPlan,
+        file: &glommio::io::BufferedFile,
+        found: &Located,
+        len: usize,
+        limit: i64,
+    ) -> Result<Option<FileRegion>, LogError> {
+        let path = &plan.segment.path;
+        let Some(end) = region_end(file, path, found, len, limit)? else {
+            return Ok(None);
+        };
+        if !is_cached(file, found.position, end) {
+            return Ok(None);
+        }
+        let Some(fd) = plan.segment.send_fd(file)? else {
+            return Ok(None);
+        };
+        crate::file_io::copies::add_region(end);
+        Ok(Some(FileRegion::new(fd, found.position, end)))
     }
 
     /// Scans batch headers from the index position to the first batch that
