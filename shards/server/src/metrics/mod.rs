@@ -403,8 +403,8 @@ pub fn count_fetch(
             asked.topic.as_str()
         };
         for partition in &answered.partitions {
-            if let Some(records) = &partition.records {
-                metrics.fetched(name, records.len());
+            if partition.records.is_some() || partition.records_file.is_some() {
+                metrics.fetched(name, partition.records_len());
             }
         }
     }

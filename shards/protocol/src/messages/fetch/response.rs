@@ -70,10 +70,15 @@ pub struct PartitionData {
 }
 
 impl PartitionData {
+    /// Bytes of record data the answer carries, in memory or from a file.
+    pub fn records_len(&self) -> usize {
+        self.records.as_ref().map_or(0, Bytes::len)
+            + self.records_file.as_ref().map_or(0, FileRegion::len)
+    }
+
     /// True when the answer carries record data (in memory or from a file).
     pub fn has_records(&self) -> bool {
-        self.records.as_ref().is_some_and(|r| !r.is_empty())
-            || self.records_file.as_ref().is_some_and(|f| !f.is_empty())
+        self.records_len() > 0
     }
 }
 
