@@ -27,6 +27,16 @@ use crate::segment::{open_index_file, open_rw, LogSegment};
 pub struct CleanerStats {
     /// Bytes read (map building and copying).
     pub bytes_read: u64,
+    /// Of `bytes_read`, those read while building the offset map.
+    pub map_bytes_read: u64,
+    /// Bytes of the batches gone through (map building and copying; a batch read again
+    /// because it straddled a read counts once), as Kafka's cleaner stats count them.
+    pub log_bytes: u64,
+    /// Of `log_bytes`, the map building's (Kafka's "Indexed" MB; the rest is its "MB of log
+    /// processed").
+    pub map_log_bytes: u64,
+    /// Memory of this clean's offset map.
+    pub map_bytes: usize,
     /// Bytes written into cleaned segments.
     pub bytes_written: u64,
     /// Segments replaced (the old ones).
@@ -110,6 +120,7 @@ impl SegmentReader {
                     record_batch::validate_crc(&batch)
                         .map_err(|e| self.corrupt(position, e.to_string()))?;
                     self.off += h.size_bytes();
+                    stats.log_bytes += h.size_bytes() as u64;
                     return Ok(Some((h, batch)));
                 }
                 need = h.size_bytes();
@@ -167,6 +178,8 @@ pub(crate) async fn clean_log(
         &mut stats,
     )
     .await?;
+    stats.map_bytes_read = stats.bytes_read;
+    stats.map_log_bytes = stats.log_bytes;
     stats.map_keys = map.len();
     stats.end_offset = end_offset;
     let groups = group_segments_by_size(&view, end_offset);

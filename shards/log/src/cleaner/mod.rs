@@ -116,7 +116,8 @@ impl Throttler {
 }
 
 /// One shard's cleaner: its settings and the I/O throttle. The offset map is allocated per
-/// clean, sized to the work (see `map_bytes_for`), and freed after it.
+/// clean, bounded by the work (see `map_bytes_for`), grows with the keys it meets within that
+/// bound, and is freed after it.
 pub struct LogCleaner {
     config: CleanerConfig,
     throttler: Throttler,
@@ -127,8 +128,8 @@ pub struct LogCleaner {
 /// of N bytes holds at most N / 8 keys.
 const KEYED_RECORD_BYTES_MIN: u64 = 8;
 
-/// Offset map bytes for a clean of `dirty_bytes`: enough for every key the dirty section can
-/// hold, up to the shard's share of `log.cleaner.dedupe.buffer.size`. Kafka keeps the whole
+/// Offset map bytes at most for a clean of `dirty_bytes`: enough for every key the dirty
+/// section can hold, up to the shard's share of `log.cleaner.dedupe.buffer.size`. Kafka keeps the whole
 /// buffer for the broker's life; here a broker whose compacted logs are small (most have only
 /// `__consumer_offsets`) does not hold 64 MiB per shard after its first clean.
 fn map_bytes_for(dirty_bytes: u64, budget_bytes: usize) -> usize {
@@ -190,14 +191,16 @@ impl LogCleaner {
             todo.dirty_bytes,
             self.config.dedupe_buffer_bytes,
         ));
-        clean::clean_log(
+        let mut stats = clean::clean_log(
             log,
             todo,
             &mut map,
             &self.throttler,
             self.config.io_buffer_bytes.max(4096),
         )
-        .await
+        .await?;
+        stats.map_bytes = map.memory_bytes();
+        Ok(stats)
     }
 }
 

@@ -558,3 +558,58 @@ fn cleaner_survives_kill_9_at_random_points() {
         crash_round(seed);
     }
 }
+
+/// A read from the start of a log whose first segments the cleaner emptied (each keeps only
+/// its last batch's header, no records) goes on to the first record: librdkafka fails on a
+/// run of answers without a record (see `Log::read_from_segments`).
+#[test]
+fn read_goes_past_emptied_segments_to_the_first_record() {
+    run(|| async {
+        let dir = test_dir("emptied");
+        let clock = Rc::new(TestClock(Cell::new(1_000_000)));
+        let config = LogConfig {
+            // one batch per segment
+            segment_bytes: 100,
+            cleanup_policy_compact: true,
+            cleanup_policy_delete: false,
+            ..LogConfig::default()
+        };
+        let log = Log::open_with_clock(dir.clone(), config, clock.clone())
+            .await
+            .unwrap();
+        for (i, key) in ["a", "a", "a", "a", "a", "a", "b"].iter().enumerate() {
+            let value = format!("value-{i}-{}", "x".repeat(20));
+            let b = RecordBatchBuilder::new(clock.0.get())
+                .record_at(0, Some(key.as_bytes()), Some(value.as_bytes()))
+                .build();
+            log.append(&b).await.unwrap();
+        }
+        log.update_high_watermark(log.log_end_offset());
+        let cleaner = LogCleaner::new(CleanerConfig::default());
+        clean_fully(&cleaner, &log, 6).await;
+        // offsets 0-4 are superseded by 5: their segments hold record-less batches now
+        let info = log.read(0, 1 << 20, true, None).await.expect("read");
+        let counts: Vec<(i64, i32)> = HeaderWalker::new(&info.records)
+            .map(|(p, h)| {
+                let n = sluice_protocol::record_batch::parse_header(&info.records[p..])
+                    .expect("header")
+                    .records_count;
+                (h.base_offset, n)
+            })
+            .collect();
+        assert!(
+            counts.iter().any(|&(o, n)| o == 5 && n == 1),
+            "the read reaches offset 5's record: {counts:?}"
+        );
+        assert!(
+            counts.iter().take_while(|&&(_, n)| n == 0).count() >= 1,
+            "{counts:?}"
+        );
+        assert_eq!(
+            log_records(&log).await.keys().copied().collect::<Vec<_>>(),
+            vec![5, 6]
+        );
+        log.close().await.unwrap();
+        let _ = std::fs::remove_dir_all(&dir);
+    });
+}
