@@ -168,12 +168,4 @@ class Worker:
 
     def stop(self, timeout: float = 60.0) -> int:
         """SIGTERM (the worker's shutdown hook stops the herder and leaves the group) and wait."""
-        if self.proc is None or self.proc.poll() is not None:
-            return self.proc.returncode if self.proc else 0
-        self.proc.send_signal(signal.SIGTERM)
-        try:
-            return self.proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-            raise AssertionError(f"the worker did not exit within {timeout}s of SIGTERM; log:\n{self.log_tail()}")
+        return harness.stop_process(self.proc, timeout, "the worker", lambda: f"log:\n{self.log_tail()}")

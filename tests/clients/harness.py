@@ -208,6 +208,22 @@ class Broker:
 
 # ---------------------------------------------------------------------------- Java client tool
 
+def stop_process(proc, timeout: float, what: str, hint) -> int:
+    """SIGTERM a JVM tool's process (its shutdown hook runs) and wait for its exit code; one that
+    does not exit within `timeout` is killed and fails the test, with `hint` (a string, or a
+    function giving one: e.g. the tool's log tail)."""
+    if proc is None or proc.poll() is not None:
+        return proc.returncode if proc else 0
+    proc.send_signal(signal.SIGTERM)
+    try:
+        return proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+        raise AssertionError(f"{what} did not exit within {timeout}s of SIGTERM; "
+                             f"{hint() if callable(hint) else hint}")
+
+
 def java_tool_built() -> bool:
     if not JAVA_JAR.exists() or not JAVA_LIB.is_dir():
         return False

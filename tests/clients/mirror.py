@@ -13,15 +13,15 @@ Stand-alone use, with an mm2.properties of your own:
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
-import shutil
-import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
+
+import harness
+import kafka_cli
 
 HERE = Path(__file__).resolve().parent
 MIRROR_DIR = HERE / "mirror"
@@ -45,29 +45,10 @@ def libs_dir() -> Path:
     return Path.home() / ".cache" / "sluice-tests" / f"mirror-{mirror_version()}" / "libs"
 
 
-def _pom_hash() -> str:
-    return hashlib.sha256(POM.read_bytes()).hexdigest()
-
-
 def ensure_mirror_libs() -> Path:
     """Return the directory holding MirrorMaker 2's jars, fetching them with Maven when missing or
     when mirror/pom.xml changed since the last fetch (offline from ~/.m2 first)."""
-    libs = libs_dir()
-    stamp = libs / ".pom-sha256"
-    if stamp.exists() and stamp.read_text().strip() == _pom_hash():
-        return libs
-    if libs.exists():
-        # copy-dependencies never removes a jar: a version change would leave both on the classpath.
-        shutil.rmtree(libs)
-    cmd = ["mvn", "-q", "-B", "-f", str(POM), "dependency:copy-dependencies",
-           f"-DoutputDirectory={libs}", "-DincludeScope=runtime"]
-    r = None
-    for extra in (["-o"], []):
-        r = subprocess.run(cmd + extra, check=False, capture_output=True, text=True, timeout=900)
-        if r.returncode == 0 and (libs / f"connect-mirror-{mirror_version()}.jar").exists():
-            stamp.write_text(_pom_hash() + "\n")
-            return libs
-    raise RuntimeError(f"could not fetch MirrorMaker 2's jars with Maven:\n{r.stdout[-3000:]}\n{r.stderr[-3000:]}")
+    return kafka_cli.ensure_maven_libs(POM, libs_dir(), f"connect-mirror-{mirror_version()}.jar")
 
 
 def command(properties: Path, clusters: list[str] | None = None, heap: str = "512m") -> list[str]:
@@ -115,15 +96,7 @@ class MirrorMaker:
 
     def stop(self, timeout: float = 60.0) -> int:
         """SIGTERM (MirrorMaker's shutdown hook stops its herders and connectors) and wait."""
-        if self.proc is None or self.proc.poll() is not None:
-            return self.proc.returncode if self.proc else 0
-        self.proc.send_signal(signal.SIGTERM)
-        try:
-            return self.proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-            raise AssertionError(f"MirrorMaker 2 did not exit within {timeout}s of SIGTERM; see {self.log_path}")
+        return harness.stop_process(self.proc, timeout, "MirrorMaker 2", f"see {self.log_path}")
 
     def __enter__(self) -> "MirrorMaker":
         self.start()
