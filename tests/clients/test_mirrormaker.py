@@ -57,6 +57,20 @@ DRAINED = "drained"  # a group that had read every record before the switch
 BROKER_SETTINGS = {"group.initial.rebalance.delay.ms": 0, "auto.create.topics.enable": False}
 
 
+def wait_translated(target, group: str, topic: str, expected, mm, syncs) -> None:
+    """Waits until MM2 has committed `group`'s offsets for `topic` on `target` exactly as
+    `expected` (the source's commits); on failure names both and `syncs()` (MM2's offset syncs)."""
+    seen = {}
+
+    def exact():
+        seen["got"] = committed(target, group, topic, PARTITIONS)
+        return seen["got"] == expected
+    try:
+        mirror.wait_for(f"group {group}'s offsets for {topic} on {target.target}, exactly", exact, 30, mm)
+    except AssertionError:
+        raise AssertionError(f"{group}: committed {expected} on the source, {seen['got']} on "
+                             f"{target.target}; syncs {syncs()}") from None
+
 def mm2_settings(kafka: harness.Broker, sluice: harness.Broker, flow: str, topic: str, group: str,
                  identity: bool) -> dict:
     """An mm2.properties for one flow ("kafka->sluice" or "sluice->kafka"), sized for one-broker
@@ -335,16 +349,8 @@ def test_kafka_to_sluice(clusters, tmp_path):
         t_copied = time.time() - t0
         # The checkpoint connector translates the groups' Kafka commits and, as neither group has a member on
         # the target, commits them there (sync.group.offsets).
-        seen = {}
-
-        def drained_exact():
-            seen["drained"] = committed(sluice, DRAINED, topic, PARTITIONS)
-            return seen["drained"] == drained_commits
-        try:
-            mirror.wait_for(f"group {DRAINED}'s offsets on {sluice.target}, exactly", drained_exact, 30, mm)
-        except AssertionError:
-            raise AssertionError(f"{DRAINED}: committed {drained_commits} on Kafka, {seen['drained']} on "
-                                 f"{sluice.target}; syncs {offset_syncs(kafka, SYNCS_ON_KAFKA, topic)}") from None
+        wait_translated(sluice, DRAINED, topic, drained_commits, mm,
+                        lambda: offset_syncs(kafka, SYNCS_ON_KAFKA, topic))
         t_translated = time.time() - t0
 
         # Topic configs: created with the source's, then kept in sync (IncrementalAlterConfigs with every
@@ -361,6 +367,7 @@ def test_kafka_to_sluice(clusters, tmp_path):
         live_ends = end_offsets(kafka, topic, PARTITIONS)
         kafka_commits = member.process_to({p: e - LIVE_BEHIND for p, e in live_ends.items()})
         member.close()  # the application stops on Kafka
+        seen = {}
 
         def translated_within_bound():
             seen["billing"] = committed(sluice, group, topic, PARTITIONS)
@@ -435,16 +442,8 @@ def test_sluice_to_kafka(clusters, tmp_path):
                             clusters=["kafka"])
     with mm:
         mirror.wait_for(f"{topic} copied to Kafka as {remote}", lambda: copied(kafka, remote, commits), 90, mm)
-        seen = {}
-
-        def exact():
-            seen["audit"] = committed(kafka, group, remote, PARTITIONS)
-            return seen["audit"] == commits
-        try:
-            mirror.wait_for(f"group {group}'s offsets for {remote} on Kafka", exact, 30, mm)
-        except AssertionError:
-            raise AssertionError(f"{group}: committed {commits} on {sluice.target}, {seen['audit']} on Kafka; syncs "
-                                 f"{offset_syncs(sluice, 'mm2-offset-syncs.kafka.internal', topic)}") from None
+        wait_translated(kafka, group, remote, commits, mm,
+                        lambda: offset_syncs(sluice, 'mm2-offset-syncs.kafka.internal', topic))
         produce(sluice, topic, range(BACK_RECORDS, BACK_RECORDS + BACK_MORE), rng)
         ends = end_offsets(sluice, topic, PARTITIONS)
         mirror.wait_for(f"the later records copied to Kafka as {remote}", lambda: copied(kafka, remote, ends), 60, mm)
