@@ -16,14 +16,13 @@ use crate::shard_core::ShardCore;
 /// Segments one partition may delete per tick; the rest wait for the next tick.
 const SEGMENTS_PER_TICK_MAX: usize = 8;
 /// Shares of the cleaner's task queue; the shard's default queue (requests, replication) has
-/// glommio's default 1000. When both have work the cleaner gets 1/6 of the thread; an otherwise
-/// idle shard gives the cleaner all of it. Shares do not bound what a request waits for the
-/// cleaner's running slice, and a producer's requests come one by one: bench/cleaner (one
-/// shard, a 1 KiB acks=1 producer while 1.1 GiB are cleaned, quiet host,
-/// bench/results/2026-12-02-quiet-cleaner.md) measured the producer at 0.55 of its rate alone
-/// (0.59 with the cleaner in the default queue, on a busy host); issue 18 asks for 0.8.
+/// glommio's default 1000. When both have runnable tasks the cleaner gets 1/6 of the thread; an
+/// otherwise idle shard gives the cleaner all of it. What bounds the cleaner while the shard
+/// serves requests is its own budget (`sluice_log::cleaner`'s `ShardShare`: 250 µs slices, 15 %
+/// of the thread), because shares only split the time while both queues are runnable.
 const CLEANER_SHARES: usize = 200;
-/// How long the cleaner's queue runs before the shard looks at its sockets again.
+/// The preempt timer while the cleaner's queue is active: a backstop for work between two of
+/// the cleaner's own slice ends (one batch of a few MiB).
 const CLEANER_PREEMPT: Duration = Duration::from_millis(2);
 /// Kafka's `producer.id.expiration.check.interval.ms` default.
 const PRODUCER_EXPIRY_CHECK_INTERVAL_MS: u64 = 600_000;
@@ -54,10 +53,9 @@ pub fn spawn_cleaner(ctx: Rc<ShardContext>, shard_count: usize) {
         io_buffer_bytes: config.log_cleaner_io_buffer_size as usize,
         io_max_bytes_per_second: config.log_cleaner_io_max_bytes_per_second,
     });
-    // `Latency::Matters` is what makes the shares work: while a queue with it is active, glommio
-    // arms its preempt timer at that latency instead of 100 ms, so it leaves the cleaner's
-    // queue every few ms, polls the sockets and runs the requests waiting (with the default
-    // latency a producer's requests waited out the cleaner's 100 ms slices: measured 0.07 of its rate).
+    // `Latency::Matters`: while a queue with it is active, glommio arms its preempt timer at
+    // that latency instead of 100 ms (with the default, a producer's requests waited out the
+    // cleaner's 100 ms slices: measured 0.07 of its rate).
     let queue = glommio::executor().create_task_queue(
         glommio::Shares::Static(CLEANER_SHARES),
         glommio::Latency::Matters(CLEANER_PREEMPT),

@@ -121,6 +121,7 @@ impl SegmentReader {
                         .map_err(|e| self.corrupt(position, e.to_string()))?;
                     self.off += h.size_bytes();
                     stats.log_bytes += h.size_bytes() as u64;
+                    throttler.end_slice_if_due().await;
                     return Ok(Some((h, batch)));
                 }
                 need = h.size_bytes();

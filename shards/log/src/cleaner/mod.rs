@@ -76,12 +76,13 @@ impl LogToClean {
     }
 }
 
-/// Bounds the cleaner's I/O rate (Kafka's `Throttler`: checked every 300 ms of I/O) and lets
-/// the other tasks of the shard run between batches.
+/// Bounds the cleaner's I/O rate (Kafka's `Throttler`: checked every 300 ms of I/O) and its
+/// share of the shard's thread while the shard serves requests ([`ShardShare`]).
 pub(crate) struct Throttler {
     bytes_per_second: f64,
     window_start: Cell<Instant>,
     window_bytes: Cell<f64>,
+    share: ShardShare,
 }
 
 const THROTTLE_CHECK_MS: u64 = 300;
@@ -92,6 +93,7 @@ impl Throttler {
             bytes_per_second,
             window_start: Cell::new(Instant::now()),
             window_bytes: Cell::new(0.0),
+            share: ShardShare::new(),
         }
     }
 
@@ -106,12 +108,123 @@ impl Throttler {
                     Duration::from_secs_f64(self.window_bytes.get() / self.bytes_per_second);
                 if wanted > elapsed {
                     glommio::timer::sleep(wanted - elapsed).await;
+                    self.share.restart_slice();
                 }
                 self.window_start.set(Instant::now());
                 self.window_bytes.set(0.0);
             }
         }
-        glommio::yield_if_needed().await;
+        self.share.end_slice_if_due().await;
+    }
+
+    /// Called between batches: see [`ShardShare::end_slice_if_due`].
+    pub async fn end_slice_if_due(&self) {
+        self.share.end_slice_if_due().await;
+    }
+}
+
+/// The most cleaner work between two looks at the shard's sockets. The cleaner's reads of a
+/// cached log are synchronous (`preadv2(RWF_NOWAIT)`), so without a pause it would not give
+/// the reactor a turn before glommio's preempt timer. 250 µs is about 100 KiB of cleaning.
+const CLEANER_SLICE: Duration = Duration::from_micros(250);
+
+/// How often the cleaner looks at how much of the shard the other task queues (requests,
+/// replication, timers) used.
+const SHARE_WINDOW: Duration = Duration::from_millis(20);
+
+/// The shard counts as serving requests when the other queues ran at least this fraction of
+/// the last window.
+const BUSY_FRACTION: f64 = 0.05;
+
+/// The cleaner's share of the thread while the shard serves requests. Issue 18 asks that a
+/// producer on the cleaner's shard keeps 80 % of its rate. glommio's queue shares alone did not
+/// give it (bench/cleaner: 0.52 and 0.63 of the producer's rate): they split the thread only
+/// while both queues have runnable tasks, a connection's task is runnable only between its
+/// socket reads, and a queue that wakes up is placed just behind the running one, so the
+/// cleaner ran in every gap and each request waited out a cleaner slice. Kafka's cleaner is a
+/// thread of its own that the OS schedules beside the request handlers; here it is a budget of
+/// the shard's time. With it the producer kept 0.98 and 1.07
+/// (bench/results/2026-12-02-share-cleaner.md).
+const CLEANER_SHARE_BUSY: f64 = 0.15;
+
+/// The pause after a slice of `worked`: while the other queues used at least
+/// [`BUSY_FRACTION`] of the last window, long enough that the cleaner keeps to
+/// [`CLEANER_SHARE_BUSY`] of the thread; otherwise a timer's round trip.
+fn pause_after(worked: Duration, busy: bool) -> Duration {
+    if busy {
+        worked.mul_f64(1.0 / CLEANER_SHARE_BUSY - 1.0)
+    } else {
+        Duration::from_micros(1)
+    }
+}
+
+/// Whether the other queues' `others` runtime over `window` makes the shard busy.
+fn is_busy(others: Duration, window: Duration) -> bool {
+    others.as_secs_f64() >= window.as_secs_f64() * BUSY_FRACTION
+}
+
+/// The cleaner's time slices on its shard. After each [`CLEANER_SLICE`] of work the cleaner
+/// parks on a timer, so its task queue goes idle and the executor polls the reactor (yielding
+/// the task queue would not: glommio only polls I/O when no queue can run). While the other
+/// queues are busy the pause is long enough to keep the cleaner to [`CLEANER_SHARE_BUSY`]; on a
+/// shard with no traffic it is a timer's round trip and the cleaner runs at full speed.
+struct ShardShare {
+    slice_start: Cell<Instant>,
+    window_start: Cell<Instant>,
+    busy: Cell<bool>,
+}
+
+impl ShardShare {
+    fn new() -> Self {
+        let now = Instant::now();
+        Self {
+            slice_start: Cell::new(now),
+            window_start: Cell::new(now),
+            busy: Cell::new(false),
+        }
+    }
+
+    /// At the start of a clean: the slice and the window count from now, not from the last
+    /// clean (a slice measured across the idle time between cleans would earn a long pause).
+    fn start(&self) {
+        self.restart_slice();
+        self.window_start.set(Instant::now());
+        let _: Vec<glommio::TaskQueueStats> = glommio::executor().all_task_queue_stats(Vec::new());
+        self.busy.set(false);
+    }
+
+    fn restart_slice(&self) {
+        self.slice_start.set(Instant::now());
+    }
+
+    async fn end_slice_if_due(&self) {
+        let worked = self.slice_start.get().elapsed();
+        if worked < CLEANER_SLICE {
+            return;
+        }
+        self.update_busy();
+        glommio::timer::sleep(pause_after(worked, self.busy.get())).await;
+        self.restart_slice();
+    }
+
+    /// Once per [`SHARE_WINDOW`]: the other task queues' runtime since the last look (glommio's
+    /// per-queue stats, which reading resets; nothing else in Sluice reads them).
+    fn update_busy(&self) {
+        let window = self.window_start.get().elapsed();
+        if window < SHARE_WINDOW {
+            return;
+        }
+        let executor = glommio::executor();
+        let own = executor.current_task_queue();
+        let stats: Vec<glommio::TaskQueueStats> = executor.all_task_queue_stats(Vec::new());
+        let others: Duration = stats
+            .iter()
+            .filter(|s| s.index() != own)
+            .map(|s| s.runtime())
+            .sum();
+        self.busy.set(is_busy(others, window));
+
+        self.window_start.set(Instant::now());
     }
 }
 
@@ -191,6 +304,7 @@ impl LogCleaner {
             todo.dirty_bytes,
             self.config.dedupe_buffer_bytes,
         ));
+        self.throttler.share.start();
         let mut stats = clean::clean_log(
             log,
             todo,
@@ -239,5 +353,85 @@ mod map_size_tests {
         assert_eq!(map_bytes_for(1 << 30, budget), budget);
         assert_eq!(map_bytes_for(u64::MAX, budget), budget);
         assert!(map_bytes_for(0, budget) > 0);
+    }
+}
+
+#[cfg(test)]
+mod share_tests {
+    use super::*;
+
+    #[test]
+    fn a_busy_shard_pauses_the_cleaner_to_its_share_and_an_idle_one_does_not() {
+        let slice = Duration::from_micros(300);
+        let busy = pause_after(slice, true);
+        let share = slice.as_secs_f64() / (slice + busy).as_secs_f64();
+        assert!((share - CLEANER_SHARE_BUSY).abs() < 1e-6, "{share}");
+        assert!(pause_after(slice, false) <= Duration::from_micros(1));
+        let window = Duration::from_millis(20);
+        assert!(!is_busy(Duration::ZERO, window));
+        assert!(!is_busy(Duration::from_micros(100), window));
+        assert!(is_busy(Duration::from_millis(5), window));
+    }
+
+    /// Spins the thread for `d` (work that never awaits, as a cleaner reading a cached log).
+    fn spin(d: Duration) {
+        let t = Instant::now();
+        while t.elapsed() < d {
+            std::hint::spin_loop();
+        }
+    }
+
+    /// The case queue shares alone lose: a "request" task that works 200 µs then waits 100 µs
+    /// for its next request, beside a cleaner that always has work. The cleaner, in its own
+    /// queue as on a shard, must keep to about its share of the thread.
+    #[test]
+    fn beside_intermittent_requests_the_cleaner_keeps_to_its_share() {
+        let ex = glommio::LocalExecutorBuilder::default()
+            .make()
+            .expect("executor");
+        let (cleaner_s, requests_s) = ex.run(async {
+            let queue = glommio::executor().create_task_queue(
+                glommio::Shares::Static(200),
+                glommio::Latency::Matters(Duration::from_millis(2)),
+                "test-cleaner",
+            );
+            let done = Rc::new(Cell::new(false));
+            let stop = done.clone();
+            let cleaner = glommio::spawn_local_into(
+                async move {
+                    let share = ShardShare::new();
+                    share.start();
+                    let mut worked = Duration::ZERO;
+                    while !stop.get() {
+                        let t = Instant::now();
+                        spin(Duration::from_micros(50));
+                        worked += t.elapsed();
+                        share.end_slice_if_due().await;
+                        glommio::yield_if_needed().await;
+                    }
+                    worked
+                },
+                queue,
+            )
+            .expect("spawn");
+            let run = Duration::from_millis(600);
+            let started = Instant::now();
+            let mut requests = Duration::ZERO;
+            while started.elapsed() < run {
+                let t = Instant::now();
+                spin(Duration::from_micros(200));
+                requests += t.elapsed();
+                glommio::timer::sleep(Duration::from_micros(100)).await;
+            }
+            done.set(true);
+            (cleaner.await.as_secs_f64(), requests.as_secs_f64())
+        });
+        let cleaner_fraction = cleaner_s / (cleaner_s + requests_s);
+        // 0.15 when the budget holds; shares alone gave the cleaner about half here.
+        assert!(
+            cleaner_fraction < 0.3,
+            "cleaner {cleaner_s:.3} s, requests {requests_s:.3} s"
+        );
+        assert!(cleaner_s > 0.0, "the cleaner made progress");
     }
 }
