@@ -7,6 +7,7 @@ still increasing. A record without a key is refused on such a topic (Kafka's Log
 (kafka-python raises it for that record, and a batch-mate's error says its batch held an invalid
 record) and the same refusal through librdkafka (confluent-kafka)."""
 
+import random
 import re
 import struct
 import time
@@ -116,6 +117,63 @@ def test_compacted_topic_shrinks_and_keeps_the_latest_value_per_key(broker):
         _check_latest_per_key(bs, TOPIC, latest)
     finally:
         admin.close()
+
+
+def test_partly_superseded_lz4_batches_lose_their_stale_records(broker):
+    """A compressed batch that holds a live record beside a superseded one: Kafka's cleaner
+    rewrites it with the live record only (Sluice writes it back uncompressed; Kafka
+    re-compresses). librdkafka sends lz4 batches of two records each: batch i updates key i+1
+    (superseded by batch i+1) and sets key i's final value. ~1.5 MiB of later filler puts those
+    batches in a closed 1 MiB segment."""
+    bs = broker.bootstrap
+    topic = "compact-lz4"
+    admin = KafkaAdminClient(bootstrap_servers=bs)
+    try:
+        _create(admin, topic, {
+            "cleanup.policy": "compact",
+            "segment.bytes": "1048576",
+            "min.cleanable.dirty.ratio": "0.01",
+        })
+    finally:
+        admin.close()
+    rng = random.Random(18)
+    # 250 random bytes four times: lz4 shrinks it (librdkafka sends a batch uncompressed when
+    # compressing does not make it smaller), and each record still takes ~260 bytes
+    value = lambda tag: tag.encode() + b"|" + rng.randbytes(250) * 4  # noqa: E731
+    p = Producer({"bootstrap.servers": bs, "compression.type": "lz4", "linger.ms": 100, "acks": "all"})
+    final = {}
+    for i in range(KEYS):
+        if i + 1 < KEYS:
+            p.produce(topic, key=f"k{i + 1}".encode(), value=value("stale"), partition=0)
+        final[f"k{i}"] = value(f"final-{i}")
+        p.produce(topic, key=f"k{i}".encode(), value=final[f"k{i}"], partition=0)
+        assert p.flush(10) == 0, "delivered"
+    for _ in range(6000):
+        p.produce(topic, key=b"filler", value=value("filler"), partition=0)
+    assert p.flush(30) == 0, "delivered"
+
+    deadline = time.time() + 90
+    while True:
+        consumer = KafkaConsumer(bootstrap_servers=bs, enable_auto_commit=False, consumer_timeout_ms=5_000)
+        tp = TopicPartition(topic, 0)
+        consumer.assign([tp])
+        consumer.seek_to_beginning(tp)
+        end = consumer.end_offsets([tp])[tp]
+        seen = []
+        for record in consumer:
+            if record.key != b"filler":
+                seen.append((record.offset, record.key.decode(), record.value))
+            if record.offset >= end - 1:
+                break
+        consumer.close()
+        if len(seen) == KEYS or time.time() > deadline:
+            break
+        time.sleep(1)
+    assert [k for _, k, _ in seen] == [f"k{i}" for i in range(KEYS)], \
+        f"one record per key left, the stale ones gone from their compressed batches: {[k for _, k, _ in seen]}"
+    assert all(v == final[k] for _, k, v in seen), "each key keeps its final value"
+    offsets = [o for o, _, _ in seen]
+    assert offsets == sorted(offsets) and offsets[0] == 1, "offsets are never rewritten"
 
 
 def test_kafka_configs_turns_compaction_on_at_run_time(broker):

@@ -147,12 +147,19 @@ const BUSY_FRACTION: f64 = 0.05;
 /// (bench/results/2026-12-02-share-cleaner.md).
 const CLEANER_SHARE_BUSY: f64 = 0.15;
 
+/// The longest pause between two slices.
+const PAUSE_MAX: Duration = Duration::from_millis(50);
+
 /// The pause after a slice of `worked`: while the other queues used at least
 /// [`BUSY_FRACTION`] of the last window, long enough that the cleaner keeps to
-/// [`CLEANER_SHARE_BUSY`] of the thread; otherwise a timer's round trip.
+/// [`CLEANER_SHARE_BUSY`] of the thread; otherwise a timer's round trip. `worked` is wall time
+/// and may include an I/O wait (a read the page cache missed, an `fdatasync`), so the pause
+/// is capped at [`PAUSE_MAX`]: a clean under load goes slower, never stops.
 fn pause_after(worked: Duration, busy: bool) -> Duration {
     if busy {
-        worked.mul_f64(1.0 / CLEANER_SHARE_BUSY - 1.0)
+        worked
+            .mul_f64(1.0 / CLEANER_SHARE_BUSY - 1.0)
+            .min(PAUSE_MAX)
     } else {
         Duration::from_micros(1)
     }
@@ -367,6 +374,7 @@ mod share_tests {
         let share = slice.as_secs_f64() / (slice + busy).as_secs_f64();
         assert!((share - CLEANER_SHARE_BUSY).abs() < 1e-6, "{share}");
         assert!(pause_after(slice, false) <= Duration::from_micros(1));
+        assert_eq!(pause_after(Duration::from_secs(1), true), PAUSE_MAX);
         let window = Duration::from_millis(20);
         assert!(!is_busy(Duration::ZERO, window));
         assert!(!is_busy(Duration::from_micros(100), window));

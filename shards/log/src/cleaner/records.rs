@@ -4,9 +4,9 @@
 //! kept record keeps its bytes (so its offset delta), only its timestamp delta is re-encoded
 //! when the batch gets a delete horizon; the CRC is recomputed.
 //!
-//! Uncompressed records are walked in place (no allocation per record). Compressed batches are
-//! decompressed by the protocol crate to decide, but never re-compressed: one that keeps some
-//! but not all of its records is kept whole (see `filter_batch`).
+//! Uncompressed records are walked in place (no allocation per record). A compressed batch is
+//! decompressed (one buffer per batch) and walked the same way; one that keeps some but not all
+//! of its records is rewritten uncompressed, not re-compressed (see `filter_batch`).
 
 use std::collections::HashMap;
 
@@ -250,26 +250,18 @@ pub(crate) fn filter_batch(
     let horizon = (header.attributes & DELETE_HORIZON_BIT != 0).then_some(header.base_timestamp);
     let mut kept = 0usize;
     let mut tombstones_kept = false;
+    // A compressed batch is decided on its decompressed records; one that keeps only some
+    // of them is rewritten uncompressed (Kafka re-compresses it with the same codec; Sluice
+    // has no compressors yet). One that keeps all of them stays as it is, compressed.
     let compressed = header.attributes & COMPRESSION_MASK != 0;
-    if compressed {
-        let records = record_batch::read_records(batch)
+    let decompressed;
+    let body = if compressed {
+        decompressed = record_batch::decompressed_records_section(batch)
             .map_err(|_| MalformedRecord("compressed records unreadable"))?;
-        for r in &records {
-            let offset = header.base_offset + i64::from(r.offset_delta);
-            if retain(ctx, offset, r.key.as_deref(), r.value.is_some(), horizon) {
-                kept += 1;
-            }
-        }
-        // Not re-compressed: a partly kept compressed batch stays whole (its stale records
-        // go in a later clean only if every record becomes removable), and gets no delete
-        // horizon (its tombstones go only once superseded).
-        if kept > 0 {
-            out.extend_from_slice(batch);
-            return Ok(Filtered::Kept);
-        }
-        return Ok(empty_or_drop(batch, header, ctx, out));
-    }
-    let body = &batch[RECORD_BATCH_OVERHEAD..];
+        &decompressed[..]
+    } else {
+        &batch[RECORD_BATCH_OVERHEAD..]
+    };
     let total = usize::try_from(header.records_count).unwrap_or(0);
     for r in RecordWalker::new(body, header.records_count) {
         let r = r?;
@@ -314,13 +306,13 @@ pub(crate) fn filter_batch(
         }
     }
     let batch_out = &mut out[start..];
+    let mut attributes = header.attributes & !COMPRESSION_MASK;
     if let Some(h) = new_horizon {
-        let attributes = header.attributes | DELETE_HORIZON_BIT;
-        batch_out[ATTRIBUTES_OFFSET..ATTRIBUTES_OFFSET + 2]
-            .copy_from_slice(&attributes.to_be_bytes());
+        attributes |= DELETE_HORIZON_BIT;
         batch_out[BASE_TIMESTAMP_OFFSET..BASE_TIMESTAMP_OFFSET + 8]
             .copy_from_slice(&h.to_be_bytes());
     }
+    batch_out[ATTRIBUTES_OFFSET..ATTRIBUTES_OFFSET + 2].copy_from_slice(&attributes.to_be_bytes());
     finish_header(batch_out, kept as i32);
     Ok(Filtered::Rewritten {
         delete_horizon_ms: new_horizon,
@@ -457,6 +449,101 @@ mod tests {
         assert_eq!(records.len(), 1);
         assert_eq!(records[0].offset_delta, 2);
         assert_eq!(records[0].timestamp, 5_003);
+    }
+
+    /// `batch` with its records section lz4-compressed, as a producer with
+    /// `compression.type=lz4` sends it.
+    fn lz4(batch: &[u8]) -> Vec<u8> {
+        use std::io::Write;
+        let mut encoder = lz4_flex::frame::FrameEncoder::new(Vec::new());
+        encoder
+            .write_all(&batch[RECORD_BATCH_OVERHEAD..])
+            .expect("lz4");
+        let body = encoder.finish().expect("lz4");
+        let mut out = batch[..RECORD_BATCH_OVERHEAD].to_vec();
+        out.extend_from_slice(&body);
+        let attributes = header(batch).attributes | 3;
+        out[ATTRIBUTES_OFFSET..ATTRIBUTES_OFFSET + 2].copy_from_slice(&attributes.to_be_bytes());
+        finish_header(&mut out, header(batch).records_count);
+        out
+    }
+
+    #[test]
+    fn a_partly_stale_compressed_batch_is_rewritten_with_the_records_it_keeps() {
+        let batch = lz4(&RecordBatchBuilder::new(5_000)
+            .base_offset(100)
+            .record_at(1, Some(b"a"), Some(b"1"))
+            .record_at(2, Some(b"b"), Some(b"1"))
+            .record_at(3, Some(b"a"), Some(b"2"))
+            .build());
+        assert_eq!(header(&batch).attributes & COMPRESSION_MASK, 3);
+        let mut map = OffsetMap::new(1 << 12);
+        map.put(b"a", 102);
+        map.put(b"b", 101);
+        let producers = HashMap::new();
+        let ctx = FilterContext {
+            map: &map,
+            now_ms: 10_000,
+            delete_retention_ms: 500,
+            producer_last_batch: &producers,
+        };
+        let mut out = Vec::new();
+        let got = filter_batch(&batch, &header(&batch), &ctx, &mut out).unwrap();
+        assert_eq!(
+            got,
+            Filtered::Rewritten {
+                delete_horizon_ms: None
+            }
+        );
+        validate_crc(&out).unwrap();
+        let h = header(&out);
+        assert_eq!(h.attributes & COMPRESSION_MASK, 0, "written uncompressed");
+        assert_eq!((h.base_offset, h.records_count), (100, 2));
+        let seen: Vec<_> = read_records(&out)
+            .unwrap()
+            .iter()
+            .map(|r| (r.offset_delta, r.timestamp, r.key.clone(), r.value.clone()))
+            .collect();
+        assert_eq!(
+            seen,
+            vec![
+                (
+                    1,
+                    5_002,
+                    Some(Bytes::from_static(b"b")),
+                    Some(Bytes::from_static(b"1"))
+                ),
+                (
+                    2,
+                    5_003,
+                    Some(Bytes::from_static(b"a")),
+                    Some(Bytes::from_static(b"2"))
+                ),
+            ]
+        );
+
+        // Every record current: the compressed batch stays byte for byte.
+        let mut map = OffsetMap::new(1 << 12);
+        map.put(b"a", 102);
+        map.put(b"b", 101);
+        let live = lz4(&RecordBatchBuilder::new(5_000)
+            .base_offset(101)
+            .record_at(0, Some(b"b"), Some(b"1"))
+            .record_at(1, Some(b"a"), Some(b"2"))
+            .build());
+        let ctx = FilterContext { map: &map, ..ctx };
+        let mut kept = Vec::new();
+        let got = filter_batch(&live, &header(&live), &ctx, &mut kept).unwrap();
+        assert_eq!((got, kept), (Filtered::Kept, live));
+
+        // Every record superseded: the batch goes.
+        let mut map = OffsetMap::new(1 << 12);
+        map.put(b"a", 500);
+        map.put(b"b", 500);
+        let ctx = FilterContext { map: &map, ..ctx };
+        let mut none = Vec::new();
+        let got = filter_batch(&batch, &header(&batch), &ctx, &mut none).unwrap();
+        assert_eq!((got, none.len()), (Filtered::Dropped, 0));
     }
 
     #[test]

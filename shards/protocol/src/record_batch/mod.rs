@@ -14,7 +14,8 @@ mod records;
 pub use builder::RecordBatchBuilder;
 pub use iter::RecordBatches;
 pub use records::{
-    keyless_record_indexes, read_records, Record, RecordsError, DECOMPRESSED_BYTES_MAX,
+    decompressed_records_section, keyless_record_indexes, read_records, Record, RecordsError,
+    DECOMPRESSED_BYTES_MAX,
 };
 
 use thiserror::Error;

@@ -79,6 +79,17 @@ pub fn read_records(batch: &[u8]) -> Result<Vec<Record>, RecordsError> {
     Ok(records)
 }
 
+/// The records section of `batch` decompressed (as it would be in an uncompressed batch of
+/// the same records), bounded like [`read_records`]. The log cleaner rewrites the records it
+/// keeps of a compressed batch from it.
+pub fn decompressed_records_section(batch: &[u8]) -> Result<Vec<u8>, RecordsError> {
+    let header = parse_header(batch)?;
+    let body = batch
+        .get(RECORD_BATCH_OVERHEAD..header.size_bytes().min(batch.len()))
+        .unwrap_or_default();
+    decompress(header.compression(), body)
+}
+
 /// Indexes (within the batch) of the records without a key, for Kafka's `validateKey`: a
 /// compacted topic refuses them. An uncompressed batch is walked in place (nothing allocated
 /// unless a keyless record is found); a compressed one is decompressed first.
