@@ -388,6 +388,24 @@ mod tests {
         parse_header(b).unwrap()
     }
 
+    /// The map after a dirty section whose latest "a" is at offset 102 and "b" at 101.
+    fn map_a102_b101() -> OffsetMap {
+        let mut map = OffsetMap::new(1 << 12);
+        map.put(b"a", 102);
+        map.put(b"b", 101);
+        map
+    }
+
+    /// A clean at 10,000 ms with `delete.retention.ms` 500.
+    fn at_10_000_ms<'a>(map: &'a OffsetMap, producers: &'a HashMap<i64, i64>) -> FilterContext<'a> {
+        FilterContext {
+            map,
+            now_ms: 10_000,
+            delete_retention_ms: 500,
+            producer_last_batch: producers,
+        }
+    }
+
     #[test]
     fn rewrite_keeps_offsets_and_sets_the_delete_horizon() {
         let batch: Bytes = RecordBatchBuilder::new(5_000)
@@ -396,16 +414,9 @@ mod tests {
             .record_at(2, Some(b"b"), None)
             .record_at(3, Some(b"a"), Some(b"2"))
             .build();
-        let mut map = OffsetMap::new(1 << 12);
-        map.put(b"a", 102);
-        map.put(b"b", 101);
+        let map = map_a102_b101();
         let producers = HashMap::new();
-        let ctx = FilterContext {
-            map: &map,
-            now_ms: 10_000,
-            delete_retention_ms: 500,
-            producer_last_batch: &producers,
-        };
+        let ctx = at_10_000_ms(&map, &producers);
         let mut out = Vec::new();
         let got = filter_batch(&batch, &header(&batch), &ctx, &mut out).unwrap();
         assert_eq!(
@@ -477,16 +488,9 @@ mod tests {
             .record_at(3, Some(b"a"), Some(b"2"))
             .build());
         assert_eq!(header(&batch).attributes & COMPRESSION_MASK, 3);
-        let mut map = OffsetMap::new(1 << 12);
-        map.put(b"a", 102);
-        map.put(b"b", 101);
+        let map = map_a102_b101();
         let producers = HashMap::new();
-        let ctx = FilterContext {
-            map: &map,
-            now_ms: 10_000,
-            delete_retention_ms: 500,
-            producer_last_batch: &producers,
-        };
+        let ctx = at_10_000_ms(&map, &producers);
         let mut out = Vec::new();
         let got = filter_batch(&batch, &header(&batch), &ctx, &mut out).unwrap();
         assert_eq!(
@@ -523,9 +527,7 @@ mod tests {
         );
 
         // Every record current: the compressed batch stays byte for byte.
-        let mut map = OffsetMap::new(1 << 12);
-        map.put(b"a", 102);
-        map.put(b"b", 101);
+        let map = map_a102_b101();
         let live = lz4(&RecordBatchBuilder::new(5_000)
             .base_offset(101)
             .record_at(0, Some(b"b"), Some(b"1"))
