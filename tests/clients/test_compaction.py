@@ -29,6 +29,8 @@ TOPIC = "compact-keyed"
 KEYS = 20
 UPDATES = 6000
 VALUE_PAD = "x" * 1000
+# a compacted topic whose closed 1 MiB segments the cleaner takes at once
+COMPACTED = {"cleanup.policy": "compact", "segment.bytes": "1048576", "min.cleanable.dirty.ratio": "0.01"}
 
 
 def _partition_size(admin, topic):
@@ -107,11 +109,7 @@ def test_compacted_topic_shrinks_and_keeps_the_latest_value_per_key(broker):
     bs = broker.bootstrap
     admin = KafkaAdminClient(bootstrap_servers=bs)
     try:
-        _create(admin, TOPIC, {
-            "cleanup.policy": "compact",
-            "segment.bytes": "1048576",
-            "min.cleanable.dirty.ratio": "0.01",
-        })
+        _create(admin, TOPIC, COMPACTED)
         latest = _produce_updates(bs, TOPIC)
         _wait_compacted(admin, TOPIC)
         _check_latest_per_key(bs, TOPIC, latest)
@@ -129,11 +127,7 @@ def test_partly_superseded_lz4_batches_lose_their_stale_records(broker):
     topic = "compact-lz4"
     admin = KafkaAdminClient(bootstrap_servers=bs)
     try:
-        _create(admin, topic, {
-            "cleanup.policy": "compact",
-            "segment.bytes": "1048576",
-            "min.cleanable.dirty.ratio": "0.01",
-        })
+        _create(admin, topic, COMPACTED)
     finally:
         admin.close()
     rng = random.Random(18)

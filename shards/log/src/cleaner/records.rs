@@ -396,6 +396,13 @@ mod tests {
         map
     }
 
+    /// What the cleaner keeps of `batch` under `ctx`, and the bytes it wrote.
+    fn filter(batch: &[u8], ctx: &FilterContext<'_>) -> (Filtered, Vec<u8>) {
+        let mut out = Vec::new();
+        let got = filter_batch(batch, &header(batch), ctx, &mut out).unwrap();
+        (got, out)
+    }
+
     /// A clean at 10,000 ms with `delete.retention.ms` 500.
     fn at_10_000_ms<'a>(map: &'a OffsetMap, producers: &'a HashMap<i64, i64>) -> FilterContext<'a> {
         FilterContext {
@@ -417,8 +424,7 @@ mod tests {
         let map = map_a102_b101();
         let producers = HashMap::new();
         let ctx = at_10_000_ms(&map, &producers);
-        let mut out = Vec::new();
-        let got = filter_batch(&batch, &header(&batch), &ctx, &mut out).unwrap();
+        let (got, out) = filter(&batch, &ctx);
         assert_eq!(
             got,
             Filtered::Rewritten {
@@ -491,8 +497,7 @@ mod tests {
         let map = map_a102_b101();
         let producers = HashMap::new();
         let ctx = at_10_000_ms(&map, &producers);
-        let mut out = Vec::new();
-        let got = filter_batch(&batch, &header(&batch), &ctx, &mut out).unwrap();
+        let (got, out) = filter(&batch, &ctx);
         assert_eq!(
             got,
             Filtered::Rewritten {
