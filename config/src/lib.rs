@@ -318,6 +318,10 @@ pub struct BrokerConfig {
     pub sluice_broker_disconnect_fence_ms: Option<u64>,
     /// `sluice.shard.tail.cache.bytes`: per-shard budget of the partitions' tail caches.
     pub sluice_shard_tail_cache_bytes: usize,
+    /// `sluice.shard.page.cache.window.bytes`: the newest appended bytes a shard leaves in the
+    /// page cache (older ones are written back and dropped); 0 leaves the page cache to the
+    /// kernel; `None` (-1): a quarter of the host's memory, split between the shards.
+    pub sluice_shard_page_cache_window_bytes: Option<u64>,
     /// `sluice.shards`: data shards; 0 means one per core.
     pub sluice_shards: usize,
     /// `sluice.controller.dedicated.core`.
@@ -490,6 +494,7 @@ impl BrokerConfig {
             sluice_broker_partitions_max: 100_000,
             sluice_broker_disconnect_fence_ms: Some(500),
             sluice_shard_tail_cache_bytes: 32 << 20,
+            sluice_shard_page_cache_window_bytes: None,
             sluice_shards: 0,
             sluice_controller_dedicated_core: false,
             sluice_spin_before_park_us: 0,

@@ -513,6 +513,12 @@ fn broker_setting_value(c: &BrokerConfig, name: &str) -> (Option<String>, Config
             Long,
         ),
         "sluice.shard.tail.cache.bytes" => (s(c.sluice_shard_tail_cache_bytes.to_string()), Long),
+        "sluice.shard.page.cache.window.bytes" => (
+            s(c.sluice_shard_page_cache_window_bytes
+                .map_or(-1, |b| b as i64)
+                .to_string()),
+            Long,
+        ),
         "sluice.shards" => (s(c.sluice_shards.to_string()), Int),
         "sluice.controller.dedicated.core" => {
             (s(c.sluice_controller_dedicated_core.to_string()), Boolean)

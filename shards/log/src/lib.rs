@@ -8,7 +8,8 @@
 //! between that shard's tasks as `Rc<Log>`. See README.md for the layout and
 //! the recovery rules.
 
-// Unsafe code only in `file_io.rs`: the two system calls glommio does not offer.
+// Unsafe code only in `file_io.rs` and `page_cache.rs`: the system calls glommio does not
+// offer.
 #![deny(unsafe_code)]
 
 mod batch;
@@ -23,6 +24,8 @@ mod index;
 mod leader_epoch;
 mod loader;
 mod log;
+#[allow(unsafe_code)]
+pub mod page_cache;
 mod retention;
 mod segment;
 mod tail_cache;

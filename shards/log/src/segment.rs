@@ -13,6 +13,7 @@ use glommio::io::{BufferedFile, OpenOptions};
 use crate::error::LogError;
 use crate::file_io::{dup_fd, write_all};
 use crate::index::{OffsetIndex, TimeIndex, OFFSET_ENTRY_BYTES, TIME_ENTRY_BYTES};
+use crate::page_cache::FileMark;
 
 /// Kafka's segment file name: the base offset as 20 zero-padded digits.
 pub(crate) fn segment_file_name(base_offset: i64) -> String {
@@ -100,6 +101,9 @@ pub(crate) struct LogSegment {
     /// one descriptor per segment however many responses are in flight, and it keeps the
     /// file readable for them after the segment is deleted or replaced.
     send_fd: RefCell<Option<Arc<OwnedFd>>>,
+    /// What the shard's page-cache window did to this file (`page_cache.rs`), made by the
+    /// first append while a window is set.
+    page_cache_mark: RefCell<Option<Rc<FileMark>>>,
 }
 
 impl LogSegment {
@@ -118,6 +122,7 @@ impl LogSegment {
             last_modified_ms: Cell::new(now_ms),
             final_index_pending: Cell::new(false),
             send_fd: RefCell::new(None),
+            page_cache_mark: RefCell::new(None),
         }
     }
 
@@ -136,6 +141,7 @@ impl LogSegment {
             last_modified_ms: Cell::new(now_ms),
             final_index_pending: Cell::new(false),
             send_fd: RefCell::new(None),
+            page_cache_mark: RefCell::new(None),
         }
     }
 
@@ -182,6 +188,20 @@ impl LogSegment {
         let fd = Arc::new(fd);
         *self.send_fd.borrow_mut() = Some(fd.clone());
         Ok(Some(fd))
+    }
+
+    /// This file's mark in the shard's page-cache window; `None` when the process is out of
+    /// descriptors (the kernel alone then manages the file's pages).
+    pub fn page_cache_mark(&self, file: &BufferedFile) -> Result<Option<Rc<FileMark>>, LogError> {
+        if let Some(mark) = &*self.page_cache_mark.borrow() {
+            return Ok(Some(mark.clone()));
+        }
+        let Some(fd) = self.send_fd(file)? else {
+            return Ok(None);
+        };
+        let mark = FileMark::new(fd);
+        *self.page_cache_mark.borrow_mut() = Some(mark.clone());
+        Ok(Some(mark))
     }
 
     /// The open file, waiting while a roll is still creating it.

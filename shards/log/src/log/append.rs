@@ -580,6 +580,12 @@ async fn write_reserved(log: Rc<Log>, r: Reservation) -> Result<(), LogError> {
         }
         let file = segment.file().await?;
         write_all(&file, &segment.path, &buf, position).await?;
+        if crate::page_cache::window_bytes() > 0 {
+            if let Some(mark) = segment.page_cache_mark(&file)? {
+                let len = buf.len() as u64;
+                crate::page_cache::appended(&mark, position + len, len);
+            }
+        }
         segment.write_index(index_write).await
     }
     .await;

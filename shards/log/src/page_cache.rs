@@ -1,0 +1,374 @@
+//! The shard's page-cache window: how much of the newest appended log data a shard leaves in
+//! the page cache. Appends beyond the window push the oldest appended ranges out: their
+//! writeback is started early (`sync_file_range(SYNC_FILE_RANGE_WRITE)`) and, once they leave
+//! the window, their pages are dropped (`posix_fadvise(POSIX_FADV_DONTNEED)`).
+//!
+//! Writeback of a range starts when half a window of newer appends follows it; when it leaves,
+//! the drop waits for what is still being written (only when the disk is half a window behind).
+//!
+//! Why (ARCHITECTURE.md, "Decisions"): a broker writes new bytes for ever, and each appended
+//! byte lands in a page-cache page the kernel must find first. With the page cache left to
+//! grow, that page is a free page nobody touched for a while; on this host (a VM whose free
+//! memory is handed back to the hypervisor) the first touch of such a page cost 2.05–2.40 CPU s
+//! per GiB written against 0.43–0.46 with a 64–256 MiB window whose dropped pages the next
+//! appends reuse (`/tmp`-style sequential 128 KiB `pwrite`s of 3 GiB, process CPU, writeback
+//! submission included). On a host whose page cache is full, the window saves the reclaim the
+//! kernel would otherwise do for every new page. The price: reads of data older than the
+//! window come from the disk (through io_uring, never blocking the shard), as they would once
+//! Kafka's page cache has evicted it. `sluice.shard.page.cache.window.bytes = 0` turns the
+//! window off (Kafka's behaviour: the kernel alone decides).
+//!
+//! One window per shard thread (a thread-local, as the shard owns its partitions and its
+//! thread): the partitions of a shard share it, oldest append out first. Each segment file
+//! holds a [`FileMark`] with the positions written back and dropped so far; the window holds
+//! weak references, so a deleted segment's file is closed when the segment goes, and its
+//! entries are only counted out. Ranges are dropped from the file's previous drop point on,
+//! so pages (and large folios) a range ended inside go with the next range of the same file.
+
+use std::cell::{Cell, RefCell};
+use std::collections::VecDeque;
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::rc::{Rc, Weak};
+use std::sync::Arc;
+
+const PAGE_BYTES: u64 = 4096;
+
+/// Appends to one file (one busy partition) in a row share a range up to this size, so that a
+/// range leaves the window in one short `DONTNEED`.
+const RANGE_MAX_BYTES: u64 = 4 << 20;
+/// A file's writeback is started, and its pages dropped, in steps of at least this much: 16
+/// partitions' interleaved appends of ~64 KiB would otherwise cost two system calls each and
+/// hand the disk small writes. What a quiet partition leaves below a step stays to the kernel.
+const FILE_STEP_BYTES: u64 = 1 << 20;
+
+/// Per segment file: what the window has done to it so far.
+#[derive(Debug)]
+pub struct FileMark {
+    fd: Arc<OwnedFd>,
+    written_back_to: Cell<u64>,
+    dropped_to: Cell<u64>,
+}
+
+impl FileMark {
+    /// A mark for `fd` (the segment's own descriptor: the mark keeps it open).
+    pub fn new(fd: Arc<OwnedFd>) -> Rc<FileMark> {
+        Rc::new(FileMark {
+            fd,
+            written_back_to: Cell::new(0),
+            dropped_to: Cell::new(0),
+        })
+    }
+
+    fn start_writeback(&self, end: u64) {
+        let from = self.written_back_to.get();
+        if end <= from {
+            return;
+        }
+        // SAFETY: sync_file_range only reads the descriptor and the numbers; the descriptor
+        // lives as long as this mark.
+        let rc = unsafe {
+            libc::sync_file_range(
+                self.fd.as_raw_fd(),
+                from as libc::off64_t,
+                (end - from) as libc::off64_t,
+                libc::SYNC_FILE_RANGE_WRITE,
+            )
+        };
+        // A failure only leaves the pages to the kernel's own writeback; the append that
+        // wrote them already succeeded and a later fsync reports any I/O error.
+        if rc == 0 {
+            self.written_back_to.set(end);
+        }
+        count(|s| s.writeback_calls += 1);
+    }
+
+    fn drop_pages(&self, end: u64) {
+        // Whole pages only: the page `end` falls in may still take appends.
+        let from = self.dropped_to.get() / PAGE_BYTES * PAGE_BYTES;
+        let to = end / PAGE_BYTES * PAGE_BYTES;
+        if to <= from {
+            return;
+        }
+        // Dirty pages or pages under writeback are not dropped. Their writeback started half a
+        // window ago, so this waits only when the disk is that far behind the appends (then
+        // the shard waits as Kafka's writer would in the kernel's dirty-page throttling).
+        // SAFETY: sync_file_range and fadvise read the descriptor and the numbers only.
+        unsafe {
+            libc::sync_file_range(
+                self.fd.as_raw_fd(),
+                from as libc::off64_t,
+                (to - from) as libc::off64_t,
+                libc::SYNC_FILE_RANGE_WAIT_BEFORE
+                    | libc::SYNC_FILE_RANGE_WRITE
+                    | libc::SYNC_FILE_RANGE_WAIT_AFTER,
+            )
+        };
+        // SAFETY: as above.
+        let rc = unsafe {
+            libc::posix_fadvise(
+                self.fd.as_raw_fd(),
+                from as libc::off_t,
+                (to - from) as libc::off_t,
+                libc::POSIX_FADV_DONTNEED,
+            )
+        };
+        if rc == 0 {
+            self.dropped_to.set(to);
+        }
+        count(|s| {
+            s.drop_calls += 1;
+            s.dropped_bytes += to - from;
+        });
+    }
+}
+
+/// One append's range in the window: the file and where the range ends.
+struct Held {
+    file: Weak<FileMark>,
+    end: u64,
+    bytes: u64,
+}
+
+/// What the window did on this thread, for tests and the bench.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct WindowStats {
+    /// Appended bytes currently counted in the window.
+    pub held_bytes: u64,
+    /// `sync_file_range` calls.
+    pub writeback_calls: u64,
+    /// `posix_fadvise(DONTNEED)` calls.
+    pub drop_calls: u64,
+    /// Bytes handed to `posix_fadvise(DONTNEED)`.
+    pub dropped_bytes: u64,
+}
+
+struct Window {
+    limit_bytes: u64,
+    held: VecDeque<Held>,
+    /// Index in `held` of the first range whose writeback has not been started.
+    unstarted: usize,
+    /// Bytes of the ranges from `unstarted` on.
+    unstarted_bytes: u64,
+    stats: WindowStats,
+}
+
+thread_local! {
+    static WINDOW: RefCell<Window> = const {
+        RefCell::new(Window {
+            limit_bytes: 0,
+            held: VecDeque::new(),
+            unstarted: 0,
+            unstarted_bytes: 0,
+            stats: WindowStats {
+                held_bytes: 0,
+                writeback_calls: 0,
+                drop_calls: 0,
+                dropped_bytes: 0,
+            },
+        })
+    };
+}
+
+fn count(f: impl FnOnce(&mut WindowStats)) {
+    WINDOW.with(|w| f(&mut w.borrow_mut().stats));
+}
+
+/// Sets this shard's window; 0 turns it off (ranges already held are forgotten, their pages
+/// left to the kernel).
+pub fn set_window_bytes(limit_bytes: u64) {
+    WINDOW.with(|w| {
+        let mut w = w.borrow_mut();
+        w.limit_bytes = limit_bytes;
+        if limit_bytes == 0 {
+            w.held.clear();
+            w.unstarted = 0;
+            w.unstarted_bytes = 0;
+            w.stats.held_bytes = 0;
+        }
+    });
+}
+
+/// This shard's window setting.
+pub fn window_bytes() -> u64 {
+    WINDOW.with(|w| w.borrow().limit_bytes)
+}
+
+/// This thread's counts.
+pub fn stats() -> WindowStats {
+    WINDOW.with(|w| w.borrow().stats)
+}
+
+/// Notes `len` bytes appended to `file` ending at `end`, then starts writeback and drops pages
+/// as the window requires. Called after the bytes were written.
+pub fn appended(file: &Rc<FileMark>, end: u64, len: u64) {
+    // Marks are taken out of the window before the syscalls run: the window's RefCell is not
+    // held across them (they do not re-enter, but the counts they add do).
+    let (writeback, drop) = WINDOW.with(|w| w.borrow_mut().push(file, end, len));
+    for (mark, end) in writeback {
+        mark.start_writeback(end);
+    }
+    for (mark, end) in drop {
+        mark.drop_pages(end);
+    }
+}
+
+type Work = Vec<(Rc<FileMark>, u64)>;
+
+impl Window {
+    fn push(&mut self, file: &Rc<FileMark>, end: u64, len: u64) -> (Work, Work) {
+        if self.limit_bytes == 0 {
+            return (Vec::new(), Vec::new());
+        }
+        let back_unstarted = self.unstarted < self.held.len();
+        match self.held.back_mut() {
+            // The same file again (one busy partition): one range, so the window stays short.
+            Some(back)
+                if back_unstarted
+                    && back.file.as_ptr() == Rc::as_ptr(file)
+                    && back.end <= end
+                    && back.bytes < RANGE_MAX_BYTES =>
+            {
+                back.end = end;
+                back.bytes += len;
+            }
+            _ => self.held.push_back(Held {
+                file: Rc::downgrade(file),
+                end,
+                bytes: len,
+            }),
+        }
+        self.stats.held_bytes += len;
+        self.unstarted_bytes += len;
+        // Writeback starts half a window before a range leaves, so that it is clean by then.
+        let lag_bytes = self.limit_bytes / 2;
+        let mut writeback = Vec::new();
+        while self.unstarted_bytes > lag_bytes && self.unstarted < self.held.len() {
+            let h = &self.held[self.unstarted];
+            self.unstarted_bytes -= h.bytes;
+            self.unstarted += 1;
+            if let Some(mark) = h.file.upgrade() {
+                if h.end >= mark.written_back_to.get() + FILE_STEP_BYTES {
+                    writeback.push((mark, h.end));
+                }
+            }
+        }
+        let mut drop = Vec::new();
+        while self.stats.held_bytes > self.limit_bytes {
+            let Some(h) = self.held.pop_front() else {
+                break;
+            };
+            if self.unstarted == 0 {
+                // Left before its writeback started (a window smaller than the lag).
+                self.unstarted_bytes -= h.bytes;
+            } else {
+                self.unstarted -= 1;
+            }
+            self.stats.held_bytes -= h.bytes;
+            if let Some(mark) = h.file.upgrade() {
+                if h.end >= mark.dropped_to.get() + FILE_STEP_BYTES {
+                    drop.push((mark, h.end));
+                }
+            }
+        }
+        assert!(self.unstarted <= self.held.len());
+        (writeback, drop)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+    use std::os::fd::FromRawFd;
+
+    fn cached_pages(fd: &OwnedFd, len: u64) -> u64 {
+        let range = [0u64, len];
+        let mut stat = [0u64; 5];
+        // SAFETY: cachestat(2) reads `range` and writes `stat` (struct cachestat); flags 0.
+        let rc =
+            unsafe { libc::syscall(451, fd.as_raw_fd(), range.as_ptr(), stat.as_mut_ptr(), 0u32) };
+        assert_eq!(rc, 0, "cachestat: {}", std::io::Error::last_os_error());
+        stat[0]
+    }
+
+    /// Writes 64 MiB with a 16 MiB window into a real file: the ranges that left the window
+    /// are gone from the page cache (all but what writeback had not finished), the window's
+    /// count stays at its bound, and the file reads back whole.
+    #[test]
+    fn appends_past_the_window_leave_the_page_cache() {
+        // Under the build's target directory, on the repository's disk: /tmp may be a tmpfs,
+        // whose pages cannot be dropped.
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../target")
+            .join(format!("sluice-pcw-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("00000000000000000000.log");
+        let mut file = std::fs::File::create(&path).unwrap();
+        // SAFETY: a fresh descriptor of the file, owned by the mark.
+        let fd = unsafe { OwnedFd::from_raw_fd(libc::dup(file.as_raw_fd())) };
+        let mark = FileMark::new(Arc::new(fd));
+        set_window_bytes(16 << 20);
+        let chunk: Vec<u8> = (0..131_000u32).map(|i| (i % 251) as u8).collect();
+        let mut end = 0u64;
+        while end < 64 << 20 {
+            file.write_all(&chunk).unwrap();
+            end += chunk.len() as u64;
+            appended(&mark, end, chunk.len() as u64);
+            assert!(stats().held_bytes <= (16 << 20) + chunk.len() as u64);
+        }
+        // What left the window was clean when dropped (the drop waits for its writeback): at
+        // most the window, a file step and a page stay cached.
+        let cached_bytes = cached_pages(&mark.fd, end) * PAGE_BYTES;
+        assert!(
+            cached_bytes <= stats().held_bytes + FILE_STEP_BYTES + PAGE_BYTES,
+            "{cached_bytes} cached against a window holding {}",
+            stats().held_bytes
+        );
+        assert!(stats().drop_calls > 0 && stats().writeback_calls > 0);
+        let back = std::fs::read(&path).unwrap();
+        assert_eq!(back.len() as u64, end);
+        assert!(back.chunks(chunk.len()).all(|c| c == &chunk[..c.len()]));
+        set_window_bytes(0);
+        assert_eq!(stats().held_bytes, 0);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A deleted segment's ranges are counted out without touching its (closed) file.
+    #[test]
+    fn ranges_of_a_dropped_mark_are_only_counted_out() {
+        set_window_bytes(1 << 20);
+        let file = tempfile_fd();
+        let mark = FileMark::new(Arc::new(file));
+        appended(&mark, 512 << 10, 512 << 10);
+        drop(mark);
+        let other = FileMark::new(Arc::new(tempfile_fd()));
+        let before = stats();
+        appended(&other, 1 << 20, 1 << 20);
+        let after = stats();
+        assert_eq!(after.held_bytes, 1 << 20);
+        assert_eq!(
+            after.drop_calls, before.drop_calls,
+            "the dead mark's range was not dropped"
+        );
+        set_window_bytes(0);
+    }
+
+    fn tempfile_fd() -> OwnedFd {
+        let path = std::env::temp_dir().join(format!(
+            "sluice-pcw-fd-{}-{}",
+            std::process::id(),
+            stats().writeback_calls + stats().drop_calls + rand_suffix()
+        ));
+        let file = std::fs::File::create(&path).unwrap();
+        std::fs::remove_file(&path).unwrap();
+        file.into()
+    }
+
+    fn rand_suffix() -> u64 {
+        thread_local!(static N: Cell<u64> = const { Cell::new(0) });
+        N.with(|n| {
+            n.set(n.get() + 1);
+            n.get()
+        })
+    }
+}

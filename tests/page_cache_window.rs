@@ -1,0 +1,94 @@
+//! The shard's page-cache window end to end (`sluice.shard.page.cache.window.bytes`,
+//! `shards/log/src/page_cache.rs`): a partition written well past the window keeps at most
+//! the window's worth of its segment in the page cache, and every record, the dropped ones
+//! too, reads back intact from the disk.
+
+#![allow(clippy::unwrap_used)] // test code
+mod support;
+
+use std::os::fd::AsRawFd;
+
+use sluice_protocol::record_batch::{validate_batch, RecordBatchBuilder};
+use support::{fetch, produce, Broker};
+
+const WINDOW_BYTES: u64 = 16 << 20;
+const BATCHES: i64 = 96;
+const RECORDS_PER_BATCH: i64 = 1000;
+
+/// Bytes of `path` the page cache holds (`cachestat(2)`, Linux 6.5+).
+fn cached_bytes(path: &std::path::Path) -> u64 {
+    let file = std::fs::File::open(path).unwrap();
+    let range = [0u64, 0]; // len 0: to the end of the file
+    let mut stat = [0u64; 5];
+    // SAFETY: cachestat reads `range` and writes `stat` (struct cachestat); flags must be 0.
+    let rc = unsafe {
+        libc::syscall(
+            451,
+            file.as_raw_fd(),
+            range.as_ptr(),
+            stat.as_mut_ptr(),
+            0u32,
+        )
+    };
+    assert_eq!(rc, 0, "cachestat: {}", std::io::Error::last_os_error());
+    stat[0] * 4096
+}
+
+#[test]
+fn a_partition_written_past_the_window_leaves_only_the_window_cached() {
+    let window = WINDOW_BYTES.to_string();
+    let broker = Broker::start(
+        "page-cache-window",
+        &[
+            &format!("sluice.shard.page.cache.window.bytes={window}"),
+            "sluice.shards=1",
+        ],
+    );
+    let mut client = broker.client();
+    support::create_topic(&mut client, "windowed", 1);
+    let mut next = 0;
+    for batch in 0..BATCHES {
+        let mut builder = RecordBatchBuilder::new(support::now_ms());
+        for record in 0..RECORDS_PER_BATCH {
+            let value = format!("{batch:05}-{record:05}-").repeat(84);
+            builder = builder.record(None, Some(value.as_bytes()));
+        }
+        assert_eq!(
+            produce(&mut client, "windowed", 0, builder.build()),
+            (0, next)
+        );
+        next += RECORDS_PER_BATCH;
+    }
+    let segment = broker
+        .dir
+        .join("data")
+        .join("windowed-0")
+        .join("00000000000000000000.log");
+    let size = std::fs::metadata(&segment).unwrap().len();
+    assert!(size > 4 * WINDOW_BYTES, "the partition holds {size} bytes");
+    // The window, one appended range (up to 4 MiB) and one file step (1 MiB) still to drop.
+    let cached = cached_bytes(&segment);
+    assert!(
+        cached <= WINDOW_BYTES + (5 << 20) + 4096,
+        "{cached} of {size} bytes cached with a {WINDOW_BYTES}-byte window"
+    );
+    // Every record reads back, in order and intact, most of them from the disk.
+    let mut offset = 0;
+    while offset < next {
+        let (error, high_watermark, records) = fetch(&mut client, "windowed", 0, offset);
+        assert_eq!((error, high_watermark), (0, next));
+        let mut rest = &records[..];
+        // A response may end inside a batch (as Kafka's): that one is read again next time.
+        while let Ok(header) = sluice_protocol::record_batch::parse_header(rest) {
+            if rest.len() < header.size_bytes() {
+                break;
+            }
+            let header = validate_batch(rest).unwrap();
+            assert_eq!(header.base_offset, offset);
+            assert_eq!(header.records_count as i64, RECORDS_PER_BATCH);
+            offset += header.last_offset_delta as i64 + 1;
+            rest = &rest[header.size_bytes()..];
+        }
+    }
+    assert_eq!(offset, next);
+}
