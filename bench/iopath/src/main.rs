@@ -33,6 +33,7 @@ const USAGE: &str = "usage: sluice-iopath --dir DIR --mode MODE [--total-mib N] 
 modes: write-uring-buffered  write-pwrite  write-pwrite-nowait  write-direct
        read-uring-buffered  read-pread  read-pread-nowait  read-direct
        log-append  log-read   (through sluice_log::Log; --files is the partition count)
+       log-append-window  (log-append with the shard's page-cache window, --window-mib N, 256)
 A read mode reads the files the last write mode left in DIR.";
 
 #[derive(Clone, Copy, PartialEq, Debug)]
@@ -46,6 +47,7 @@ enum Mode {
     ReadPreadNowait,
     ReadDirect,
     LogAppend,
+    LogAppendWindow,
     LogRead,
     LogSend,
 }
@@ -62,6 +64,7 @@ impl Mode {
             "read-pread-nowait" => Mode::ReadPreadNowait,
             "read-direct" => Mode::ReadDirect,
             "log-append" => Mode::LogAppend,
+            "log-append-window" => Mode::LogAppendWindow,
             "log-read" => Mode::LogRead,
             "log-send" => Mode::LogSend,
             _ => return None,
@@ -79,6 +82,7 @@ impl Mode {
             Mode::ReadPreadNowait => "read-pread-nowait",
             Mode::ReadDirect => "read-direct",
             Mode::LogAppend => "log-append",
+            Mode::LogAppendWindow => "log-append-window",
             Mode::LogRead => "log-read",
             Mode::LogSend => "log-send",
         }
@@ -92,6 +96,7 @@ impl Mode {
                 | Mode::WritePwriteNowait
                 | Mode::WriteDirect
                 | Mode::LogAppend
+                | Mode::LogAppendWindow
         )
     }
 }
@@ -104,6 +109,7 @@ struct Args {
     files: usize,
     read_bytes: usize,
     drop_caches: bool,
+    window_bytes: u64,
 }
 
 fn parse_args() -> Result<Args> {
@@ -114,6 +120,7 @@ fn parse_args() -> Result<Args> {
     let mut files: usize = 16;
     let mut read_kib: usize = 1024;
     let mut drop_caches = false;
+    let mut window_mib: u64 = 256;
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         let mut value = || {
@@ -131,6 +138,7 @@ fn parse_args() -> Result<Args> {
             "--files" => files = value()?.parse()?,
             "--read-kib" => read_kib = value()?.parse()?,
             "--drop-caches" => drop_caches = true,
+            "--window-mib" => window_mib = value()?.parse()?,
             "--help" | "-h" => {
                 println!("{USAGE}");
                 std::process::exit(0);
@@ -152,6 +160,7 @@ fn parse_args() -> Result<Args> {
         files,
         read_bytes: read_kib * 1024,
         drop_caches,
+        window_bytes: window_mib << 20,
     })
 }
 
@@ -557,9 +566,14 @@ fn run(args: &Args) -> Result<Tally> {
     let per_file = args.total_bytes / files as u64;
     let append_bytes = args.append_bytes;
     let read_bytes = args.read_bytes;
+    let window_bytes = match mode {
+        Mode::LogAppendWindow => args.window_bytes,
+        _ => 0,
+    };
     let handle = LocalExecutorBuilder::new(Placement::Fixed(0))
         .name("iopath")
         .spawn(move || async move {
+            sluice_log::page_cache::set_window_bytes(window_bytes);
             let copies_before = io_copies::snapshot();
             let src = Rc::new(pattern(append_bytes));
             let total = Rc::new(RefCell::new(Tally::default()));
@@ -578,7 +592,9 @@ fn run(args: &Args) -> Result<Tally> {
                         Mode::ReadPread => read_pread(path, read_bytes),
                         Mode::ReadPreadNowait => read_pread_nowait(path, read_bytes),
                         Mode::ReadDirect => read_direct(path, read_bytes).await,
-                        Mode::LogAppend => log_append(path, per_file, append_bytes).await,
+                        Mode::LogAppend | Mode::LogAppendWindow => {
+                            log_append(path, per_file, append_bytes).await
+                        }
                         Mode::LogRead => log_read(path, read_bytes).await,
                         Mode::LogSend => log_send(path, read_bytes).await,
                     }
@@ -617,7 +633,10 @@ fn logical_bytes(args: &Args) -> Result<u64> {
 /// The files holding file `index`'s data: itself, or a log directory's segments.
 fn data_files(args: &Args, index: usize) -> Result<Vec<PathBuf>> {
     let path = file_path(&args.dir, index);
-    if !matches!(args.mode, Mode::LogAppend | Mode::LogRead | Mode::LogSend) {
+    if !matches!(
+        args.mode,
+        Mode::LogAppend | Mode::LogAppendWindow | Mode::LogRead | Mode::LogSend
+    ) {
         return Ok(vec![path]);
     }
     let mut out = Vec::new();
