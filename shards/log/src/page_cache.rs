@@ -64,22 +64,27 @@ impl FileMark {
         if end <= from {
             return;
         }
-        // SAFETY: sync_file_range only reads the descriptor and the numbers; the descriptor
-        // lives as long as this mark.
-        let rc = unsafe {
-            libc::sync_file_range(
-                self.fd.as_raw_fd(),
-                from as libc::off64_t,
-                (end - from) as libc::off64_t,
-                libc::SYNC_FILE_RANGE_WRITE,
-            )
-        };
+        let rc = self.sync_range(from, end, libc::SYNC_FILE_RANGE_WRITE);
         // A failure only leaves the pages to the kernel's own writeback; the append that
         // wrote them already succeeded and a later fsync reports any I/O error.
         if rc == 0 {
             self.written_back_to.set(end);
         }
         count(|s| s.writeback_calls += 1);
+    }
+
+    /// `sync_file_range` of `[from, to)` with `flags`; its return code.
+    fn sync_range(&self, from: u64, to: u64, flags: libc::c_uint) -> libc::c_int {
+        // SAFETY: sync_file_range reads the descriptor and the numbers only; the descriptor
+        // lives as long as this mark.
+        unsafe {
+            libc::sync_file_range(
+                self.fd.as_raw_fd(),
+                from as libc::off64_t,
+                (to - from) as libc::off64_t,
+                flags,
+            )
+        }
     }
 
     fn drop_pages(&self, end: u64) {
@@ -92,18 +97,15 @@ impl FileMark {
         // Dirty pages or pages under writeback are not dropped. Their writeback started half a
         // window ago, so this waits only when the disk is that far behind the appends (then
         // the shard waits as Kafka's writer would in the kernel's dirty-page throttling).
-        // SAFETY: sync_file_range and fadvise read the descriptor and the numbers only.
-        unsafe {
-            libc::sync_file_range(
-                self.fd.as_raw_fd(),
-                from as libc::off64_t,
-                (to - from) as libc::off64_t,
-                libc::SYNC_FILE_RANGE_WAIT_BEFORE
-                    | libc::SYNC_FILE_RANGE_WRITE
-                    | libc::SYNC_FILE_RANGE_WAIT_AFTER,
-            )
-        };
-        // SAFETY: as above.
+        self.sync_range(
+            from,
+            to,
+            libc::SYNC_FILE_RANGE_WAIT_BEFORE
+                | libc::SYNC_FILE_RANGE_WRITE
+                | libc::SYNC_FILE_RANGE_WAIT_AFTER,
+        );
+        // SAFETY: fadvise reads the descriptor and the numbers only; the descriptor lives as
+        // long as this mark.
         let rc = unsafe {
             libc::posix_fadvise(
                 self.fd.as_raw_fd(),
