@@ -179,24 +179,27 @@ pub(crate) fn is_cached(file: &BufferedFile, pos: u64, len: usize) -> bool {
     if len == 0 {
         return false;
     }
-    let range = CachestatRange {
-        off: pos,
-        len: len as u64,
-    };
+    let pages = (pos + len as u64).div_ceil(PAGE_BYTES) - pos / PAGE_BYTES;
+    cached_pages(file.as_raw_fd(), pos, len as u64).is_some_and(|cached| cached >= pages)
+}
+
+/// Pages of `[pos, pos + len)` of `fd` the page cache holds (`cachestat(2)`; `len` 0: to the
+/// end of the file); `None` when the kernel has no `cachestat`.
+pub(crate) fn cached_pages(fd: std::os::fd::RawFd, pos: u64, len: u64) -> Option<u64> {
+    let range = CachestatRange { off: pos, len };
     let mut stat = Cachestat::default();
     // SAFETY: cachestat reads `range` and writes `stat`, both live locals of the kernel's
     // layout (`struct cachestat_range`, `struct cachestat`); flags must be 0.
     let rc = unsafe {
         libc::syscall(
             SYS_CACHESTAT,
-            file.as_raw_fd(),
+            fd,
             &range as *const CachestatRange,
             &mut stat as *mut Cachestat,
             0u32,
         )
     };
-    let pages = (pos + len as u64).div_ceil(PAGE_BYTES) - pos / PAGE_BYTES;
-    rc == 0 && stat.nr_cache >= pages
+    (rc == 0).then_some(stat.nr_cache)
 }
 
 /// A new descriptor of `file` (close-on-exec) for file regions to send from; `None` when the

@@ -40,6 +40,11 @@ const RANGE_MAX_BYTES: u64 = 4 << 20;
 /// partitions' interleaved appends of ~64 KiB would otherwise cost two system calls each and
 /// hand the disk small writes. What a quiet partition leaves below a step stays to the kernel.
 const FILE_STEP_BYTES: u64 = 1 << 20;
+/// Most ranges the window remembers (24 bytes each): small appends to many partitions do not
+/// coalesce, and a 3 GiB window of 100-byte appends would otherwise hold 32 million. Past this
+/// the oldest range is forgotten, not dropped: its pages go with its file's next drop (the
+/// file's cursor covers them) or are left to the kernel.
+const RANGES_MAX: usize = 1 << 16;
 
 /// Per segment file: what the window has done to it so far.
 #[derive(Debug)]
@@ -142,6 +147,8 @@ pub struct WindowStats {
     pub drop_calls: u64,
     /// Bytes handed to `posix_fadvise(DONTNEED)`.
     pub dropped_bytes: u64,
+    /// Ranges forgotten because the window held `RANGES_MAX` of them.
+    pub forgotten_ranges: u64,
 }
 
 struct Window {
@@ -166,6 +173,7 @@ thread_local! {
                 writeback_calls: 0,
                 drop_calls: 0,
                 dropped_bytes: 0,
+                forgotten_ranges: 0,
             },
         })
     };
@@ -254,26 +262,36 @@ impl Window {
                 }
             }
         }
+        while self.held.len() > RANGES_MAX {
+            self.pop_front();
+            self.stats.forgotten_ranges += 1;
+        }
         let mut drop = Vec::new();
         while self.stats.held_bytes > self.limit_bytes {
-            let Some(h) = self.held.pop_front() else {
+            let Some(h) = self.pop_front() else {
                 break;
             };
-            if self.unstarted == 0 {
-                // Left before its writeback started (a window smaller than the lag).
-                self.unstarted_bytes -= h.bytes;
-            } else {
-                self.unstarted -= 1;
-            }
-            self.stats.held_bytes -= h.bytes;
             if let Some(mark) = h.file.upgrade() {
                 if h.end >= mark.dropped_to.get() + FILE_STEP_BYTES {
                     drop.push((mark, h.end));
                 }
             }
         }
-        assert!(self.unstarted <= self.held.len());
+        assert!(self.unstarted <= self.held.len() && self.held.len() <= RANGES_MAX);
         (writeback, drop)
+    }
+
+    /// Takes the oldest range out of the window's counts.
+    fn pop_front(&mut self) -> Option<Held> {
+        let h = self.held.pop_front()?;
+        if self.unstarted == 0 {
+            // Left before its writeback started (a window smaller than the lag).
+            self.unstarted_bytes -= h.bytes;
+        } else {
+            self.unstarted -= 1;
+        }
+        self.stats.held_bytes -= h.bytes;
+        Some(h)
     }
 }
 
@@ -282,16 +300,6 @@ mod tests {
     use super::*;
     use std::io::Write;
     use std::os::fd::FromRawFd;
-
-    fn cached_pages(fd: &OwnedFd, len: u64) -> u64 {
-        let range = [0u64, len];
-        let mut stat = [0u64; 5];
-        // SAFETY: cachestat(2) reads `range` and writes `stat` (struct cachestat); flags 0.
-        let rc =
-            unsafe { libc::syscall(451, fd.as_raw_fd(), range.as_ptr(), stat.as_mut_ptr(), 0u32) };
-        assert_eq!(rc, 0, "cachestat: {}", std::io::Error::last_os_error());
-        stat[0]
-    }
 
     /// Writes 64 MiB with a 16 MiB window into a real file: the ranges that left the window
     /// are gone from the page cache (all but what writeback had not finished), the window's
@@ -320,7 +328,9 @@ mod tests {
         }
         // What left the window was clean when dropped (the drop waits for its writeback): at
         // most the window, a file step and a page stay cached.
-        let cached_bytes = cached_pages(&mark.fd, end) * PAGE_BYTES;
+        let cached_bytes = crate::file_io::cached_pages(mark.fd.as_raw_fd(), 0, end)
+            .expect("cachestat (Linux 6.5+)")
+            * PAGE_BYTES;
         assert!(
             cached_bytes <= stats().held_bytes + FILE_STEP_BYTES + PAGE_BYTES,
             "{cached_bytes} cached against a window holding {}",
@@ -351,6 +361,36 @@ mod tests {
         assert_eq!(
             after.drop_calls, before.drop_calls,
             "the dead mark's range was not dropped"
+        );
+        set_window_bytes(0);
+    }
+
+    /// Small appends alternating between two files never coalesce: the window keeps at most
+    /// `RANGES_MAX` ranges however many arrive, forgetting the oldest without dropping them.
+    #[test]
+    fn small_interleaved_appends_keep_the_range_list_bounded() {
+        set_window_bytes(1 << 30);
+        let (a, b) = (
+            FileMark::new(Arc::new(tempfile_fd())),
+            FileMark::new(Arc::new(tempfile_fd())),
+        );
+        let before = stats();
+        let appends = 3 * RANGES_MAX as u64;
+        for i in 0..appends {
+            let file = if i % 2 == 0 { &a } else { &b };
+            appended(file, (i / 2 + 1) * 100, 100);
+        }
+        let after = stats();
+        let held_ranges = WINDOW.with(|w| w.borrow().held.len());
+        assert_eq!(held_ranges, RANGES_MAX);
+        assert_eq!(after.held_bytes, RANGES_MAX as u64 * 100);
+        assert_eq!(
+            after.forgotten_ranges - before.forgotten_ranges,
+            appends - RANGES_MAX as u64
+        );
+        assert_eq!(
+            after.drop_calls, before.drop_calls,
+            "forgotten, not dropped"
         );
         set_window_bytes(0);
     }
