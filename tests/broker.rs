@@ -350,7 +350,7 @@ fn produce_to(
             topic_id: if by_id { id } else { Uuid::ZERO },
             partition_data: vec![PartitionProduceData {
                 index: 0,
-                records: Some(records),
+                records: Some(records.into()),
             }],
         }],
     };

@@ -265,7 +265,7 @@ fn produce_body() -> RequestBody {
             name: "hostile".into(),
             partition_data: vec![PartitionProduceData {
                 index: 0,
-                records: Some(batch("h", 3)),
+                records: Some(batch("h", 3).into()),
             }],
             ..TopicProduceData::default()
         }],

@@ -411,7 +411,7 @@ pub fn try_produce(
             name: topic.to_string(),
             partition_data: vec![PartitionProduceData {
                 index: partition,
-                records: Some(batch),
+                records: Some(batch.into()),
             }],
             ..TopicProduceData::default()
         }],

@@ -243,7 +243,7 @@ async fn hop(mesh: &ShardMesh, payload: &Payload) -> std::result::Result<(), Str
         .iter()
         .map(|tp| ProducePartition {
             tp: *tp,
-            records: payload.batch.clone(),
+            records: payload.batch.clone().into(),
             required_acks: 1,
             timeout_ms: 30_000,
         })

@@ -416,7 +416,7 @@ impl Writer<'_> {
                     .iter()
                     .map(|r| PartitionProduceData {
                         index: r.partition,
-                        records: Some(r.batch.clone()),
+                        records: Some(r.batch.clone().into()),
                     })
                     .collect(),
             }],

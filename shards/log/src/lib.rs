@@ -43,7 +43,7 @@ pub use leader_epoch::{
     LEADER_EPOCH_CHECKPOINT_FILE, UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET,
 };
 pub use log::{
-    remove_deleted_dirs, FetchDataInfo, Log, LogAppendInfo, Records,
+    remove_deleted_dirs, AppendBatches, FetchDataInfo, Log, LogAppendInfo, Records,
     CLEANER_OFFSET_CHECKPOINT_FILE, DELETE_DIR_SUFFIX,
 };
 

@@ -2,8 +2,10 @@
 //! up with the log are served without I/O.
 
 use std::collections::VecDeque;
+use std::sync::Arc;
 
 use bytes::{Bytes, BytesMut};
+use sluice_protocol::FrameHold;
 
 use crate::batch::HeaderWalker;
 
@@ -12,6 +14,9 @@ struct Chunk {
     base_offset: i64,
     next_offset: i64,
     data: Bytes,
+    /// `data` is a piece of this request frame (a produce's records, appended uncopied): the
+    /// frame stays counted in `sluice_protocol::frame_bytes_held` while the chunk is here.
+    _frame_hold: Option<Arc<FrameHold>>,
 }
 
 /// Run of the most recent appends, at most `limit` bytes.
@@ -43,7 +48,13 @@ impl TailCache {
 
     /// Records an append (already offset-patched). An append larger than
     /// the whole cache empties it, since the cache must stay contiguous.
-    pub fn push(&mut self, base_offset: i64, next_offset: i64, data: Bytes) {
+    pub fn push(
+        &mut self,
+        base_offset: i64,
+        next_offset: i64,
+        data: Bytes,
+        frame_hold: Option<Arc<FrameHold>>,
+    ) {
         if let Some(last) = self.chunks.back() {
             assert!(
                 last.next_offset <= base_offset,
@@ -65,6 +76,7 @@ impl TailCache {
             base_offset,
             next_offset,
             data,
+            _frame_hold: frame_hold,
         });
     }
 
@@ -202,9 +214,9 @@ mod tests {
     fn serves_covered_ranges_and_evicts() {
         let mut c = TailCache::new(1000);
         let (n1, a) = chunk(0, &[(2, 39), (3, 39)]); // 2 x 100 bytes
-        c.push(0, n1, a.clone());
+        c.push(0, n1, a.clone(), None);
         let (n2, b) = chunk(n1, &[(1, 139)]); // 200 bytes
-        c.push(n1, n2, b.clone());
+        c.push(n1, n2, b.clone(), None);
         assert_eq!(c.read(1, 100, 1000, false).unwrap().len(), 400);
         assert_eq!(c.read(2, 100, 150, false).unwrap(), a.slice(100..200));
         assert_eq!(c.read(2, 100, 0, false).unwrap().len(), 0);
@@ -213,7 +225,7 @@ mod tests {
         assert_eq!(c.read(5, 6, 1000, false).unwrap(), b);
         // Evict the first chunk.
         let (n3, d) = chunk(n2, &[(1, 639)]);
-        c.push(n2, n3, d);
+        c.push(n2, n3, d, None);
         assert!(c.read(0, 100, 1000, false).is_none());
         assert_eq!(c.read(5, 100, 1000, false).unwrap().len(), 900);
     }
@@ -222,9 +234,9 @@ mod tests {
     fn truncation_cuts_whole_batches_and_pushes_follow_on() {
         let mut c = TailCache::new(1000);
         let (n1, a) = chunk(0, &[(2, 39), (3, 39)]); // offsets 0..2, 2..5
-        c.push(0, n1, a.clone());
+        c.push(0, n1, a.clone(), None);
         let (n2, b) = chunk(n1, &[(1, 139)]); // offset 5
-        c.push(n1, n2, b);
+        c.push(n1, n2, b, None);
         // Offset 3 lies in the second batch of the first chunk: that batch and the second
         // chunk go.
         c.truncate_to(3);
@@ -233,9 +245,9 @@ mod tests {
         assert!(c.read(2, 100, 1000, false).is_none());
         // Appends continue from offset 2; a follower's gap is allowed and misses the cache.
         let (n3, d) = chunk(2, &[(1, 39)]);
-        c.push(2, n3, d.clone());
+        c.push(2, n3, d.clone(), None);
         let (_, e) = chunk(10, &[(1, 39)]);
-        c.push(10, 11, e.clone());
+        c.push(10, 11, e.clone(), None);
         assert_eq!(c.read(2, 100, 1000, false).unwrap().len(), 200);
         assert!(c.read(5, 100, 1000, false).is_none());
         assert_eq!(c.read(10, 100, 1000, false).unwrap(), e);

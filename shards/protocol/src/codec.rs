@@ -10,9 +10,12 @@
 //! controller RPC, `__consumer_offsets` records, producer-state snapshots, the quorum log):
 //! their fields are these primitives, and their decoding must be just as hostile-input safe.
 
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
 
 use crate::error::{ProtocolError, Result};
+use std::sync::Arc;
+
+use crate::memory_records::{FrameHold, MemoryRecords};
 pub use crate::uuid::Uuid;
 pub use encoder::{Encoder, TaggedFields};
 
@@ -27,14 +30,66 @@ const MAX_PREALLOC_BYTES: usize = 16 * 1024;
 /// Cursor over one frame.
 #[derive(Debug, Clone)]
 pub struct Decoder {
-    buf: Bytes,
+    buf: Input,
+    /// Cursor into `buf`.
     pos: usize,
+    /// Bytes split off the front of an owned input (consumed before `buf` starts).
+    consumed: usize,
+}
+
+/// The frame a [`Decoder`] reads.
+#[derive(Debug, Clone)]
+enum Input {
+    /// Byte fields are slices sharing the frame.
+    Shared(Bytes),
+    /// The frame is the decoder's alone: byte fields are split off it, each a writable view of
+    /// its own range (`BytesMut::split_to`, no copy), so a Produce request's records can be
+    /// patched in place by the log (base offsets, leader epochs) instead of copied.
+    Owned(BytesMut, Arc<FrameHold>),
 }
 
 impl Decoder {
     /// Starts reading at the beginning of `buf`.
     pub fn new(buf: Bytes) -> Decoder {
-        Decoder { buf, pos: 0 }
+        Decoder {
+            buf: Input::Shared(buf),
+            pos: 0,
+            consumed: 0,
+        }
+    }
+
+    /// Starts reading at the beginning of `buf`, which this decoder owns: byte fields come
+    /// out as disjoint pieces of it ([`Decoder::nullable_records`] writable ones).
+    /// The frame is counted in [`crate::frame_bytes_held`] until every piece is dropped.
+    pub fn owned(buf: BytesMut) -> Decoder {
+        let hold = FrameHold::new(buf.len());
+        Decoder {
+            buf: Input::Owned(buf, hold),
+            pos: 0,
+            consumed: 0,
+        }
+    }
+
+    fn data(&self) -> &[u8] {
+        match &self.buf {
+            Input::Shared(b) => b,
+            Input::Owned(b, _) => b,
+        }
+    }
+
+    /// Splits the next `n` bytes off an owned input (checked by the caller), dropping the
+    /// consumed bytes before them.
+    fn split_owned(
+        buf: &mut BytesMut,
+        pos: &mut usize,
+        consumed: &mut usize,
+        n: usize,
+    ) -> BytesMut {
+        let mut head = buf.split_to(*pos + n);
+        let piece = head.split_off(*pos);
+        *consumed += *pos + n;
+        *pos = 0;
+        piece
     }
 
     /// Reads a copy of `buf`: for input held in a borrowed buffer (a file read, a socket
@@ -45,17 +100,20 @@ impl Decoder {
 
     /// Bytes not yet consumed.
     pub fn remaining(&self) -> usize {
-        self.buf.len().saturating_sub(self.pos)
+        self.data().len().saturating_sub(self.pos)
     }
 
     /// Bytes consumed so far.
     pub fn position(&self) -> usize {
-        self.pos
+        self.consumed + self.pos
     }
 
-    /// The unread rest of the input, without consuming it.
+    /// The unread rest of the input, without consuming it (a copy when the input is owned).
     pub fn rest(&self) -> Bytes {
-        self.buf.slice(self.pos.min(self.buf.len())..)
+        match &self.buf {
+            Input::Shared(b) => b.slice(self.pos.min(b.len())..),
+            Input::Owned(b, _) => Bytes::copy_from_slice(b.get(self.pos..).unwrap_or_default()),
+        }
     }
 
     /// Errors with `TrailingBytes` unless the input was consumed exactly.
@@ -80,7 +138,7 @@ impl Decoder {
         self.check(n)?;
         let start = self.pos;
         self.pos += n;
-        self.buf
+        self.data()
             .get(start..start + n)
             .ok_or(ProtocolError::Truncated {
                 needed: n,
@@ -97,9 +155,29 @@ impl Decoder {
     /// Zero-copy slice of the next `n` bytes.
     pub fn take_bytes(&mut self, n: usize) -> Result<Bytes> {
         self.check(n)?;
-        let start = self.pos;
-        self.pos += n;
-        Ok(self.buf.slice(start..start + n))
+        match &mut self.buf {
+            Input::Shared(b) => {
+                let start = self.pos;
+                self.pos += n;
+                Ok(b.slice(start..start + n))
+            }
+            Input::Owned(b, _) => {
+                Ok(Self::split_owned(b, &mut self.pos, &mut self.consumed, n).freeze())
+            }
+        }
+    }
+
+    /// The next `n` bytes as [`MemoryRecords`]: writable and uncopied from an owned input, a shared
+    /// slice otherwise.
+    fn take_records(&mut self, n: usize) -> Result<MemoryRecords> {
+        self.check(n)?;
+        match &mut self.buf {
+            Input::Shared(_) => self.take_bytes(n).map(MemoryRecords::Shared),
+            Input::Owned(b, hold) => Ok(MemoryRecords::Owned(
+                Self::split_owned(b, &mut self.pos, &mut self.consumed, n),
+                hold.clone(),
+            )),
+        }
     }
 
     /// Skips `n` bytes.
@@ -289,6 +367,15 @@ impl Decoder {
         match self.bytes_len(flexible)? {
             None => Ok(None),
             Some(n) => self.take_bytes(n).map(Some),
+        }
+    }
+
+    /// Reads nullable bytes holding record batches (Produce's `records`): see
+    /// [`Decoder::owned`].
+    pub fn nullable_records(&mut self, flexible: bool) -> Result<Option<MemoryRecords>> {
+        match self.bytes_len(flexible)? {
+            None => Ok(None),
+            Some(n) => self.take_records(n).map(Some),
         }
     }
 

@@ -34,6 +34,7 @@ pub mod frame;
 #[doc(hidden)]
 pub mod golden;
 pub mod header;
+pub mod memory_records;
 pub mod messages;
 pub mod record_batch;
 pub mod request;
@@ -45,12 +46,13 @@ pub use codec::{Decoder, Encoder, TaggedFields};
 pub use error::{ErrorCode, ProtocolError};
 pub use file_region::{FileRegion, Segment};
 pub use header::{request_header_version, response_header_version, RequestHeader, ResponseHeader};
+pub use memory_records::{frame_bytes_held, FrameHold, MemoryRecords};
 pub use record_batch::{
     parse_header, validate_batch, Compression, RecordBatchBuilder, RecordBatchError,
     RecordBatchHeader, RecordBatches, RECORD_BATCH_OVERHEAD,
 };
 pub use request::{
-    decode_request, decode_response, encode_request, encode_request_vectored, encode_response,
-    encode_response_vectored, RequestBody, RequestDecodeError, ResponseBody,
+    decode_request, decode_request_owned, decode_response, encode_request, encode_request_vectored,
+    encode_response, encode_response_vectored, RequestBody, RequestDecodeError, ResponseBody,
 };
 pub use uuid::Uuid;

@@ -36,7 +36,29 @@ pub struct RequestDecodeError {
 pub fn decode_request(
     frame: Bytes,
 ) -> std::result::Result<(RequestHeader, RequestBody), RequestDecodeError> {
-    let mut d = Decoder::new(frame);
+    decode_request_with(Decoder::new(frame))
+}
+
+/// [`decode_request`] of a frame the caller owns: a Produce request's records come out as
+/// writable pieces of it ([`crate::MemoryRecords::Owned`]), for the log to patch and write
+/// without copying them; every other request is decoded from the frame shared, as
+/// [`decode_request`] does (no copy either way).
+pub fn decode_request_owned(
+    frame: BytesMut,
+) -> std::result::Result<(RequestHeader, RequestBody), RequestDecodeError> {
+    let produce = frame
+        .get(..2)
+        .is_some_and(|k| i16::from_be_bytes([k[0], k[1]]) == ApiKey::Produce as i16);
+    if produce {
+        decode_request_with(Decoder::owned(frame))
+    } else {
+        decode_request(frame.freeze())
+    }
+}
+
+fn decode_request_with(
+    mut d: Decoder,
+) -> std::result::Result<(RequestHeader, RequestBody), RequestDecodeError> {
     let header = RequestHeader::decode(&mut d).map_err(|error| RequestDecodeError {
         header: None,
         error,

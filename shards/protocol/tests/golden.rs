@@ -1,15 +1,15 @@
 //! Hand-assembled byte vectors, derived from the Kafka schemas field by field,
 //! to catch mistakes that a symmetric encoder/decoder pair would hide.
 
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
 use sluice_protocol::messages::api_versions::{
     ApiVersion, ApiVersionsRequest, ApiVersionsResponse,
 };
 use sluice_protocol::messages::metadata::{MetadataRequest, MetadataRequestTopic};
 use sluice_protocol::messages::produce::{PartitionProduceData, ProduceRequest, TopicProduceData};
 use sluice_protocol::{
-    decode_request, encode_request, encode_response, RecordBatchBuilder, RequestBody,
-    RequestHeader, ResponseBody, Uuid,
+    decode_request, decode_request_owned, encode_request, encode_response, MemoryRecords,
+    RecordBatchBuilder, RequestBody, RequestHeader, ResponseBody, Uuid,
 };
 
 /// Prepends the 4-byte size.
@@ -22,8 +22,33 @@ fn frame(body: &[u8]) -> Vec<u8> {
 fn check_request(expected_frame: Vec<u8>, header: RequestHeader, body: RequestBody) {
     let encoded = encode_request(&header, &body);
     assert_eq!(&encoded[..], &expected_frame[..], "encode");
+    let owned = BytesMut::from(&expected_frame[4..]);
     let (h, b) = decode_request(Bytes::from(expected_frame).slice(4..)).expect("decode");
-    assert_eq!((h, b), (header, body), "decode");
+    assert_eq!((h, b), (header.clone(), body.clone()), "decode");
+    // The broker's decode of a frame it owns: the same request, Produce records writable.
+    let (h, b) = decode_request_owned(owned).expect("decode owned");
+    assert_eq!((h, shared_records(b)), (header, body), "decode owned");
+}
+
+/// An owned decode's body with its Produce records (checked owned) made shared, to compare
+/// with the shared decode's.
+fn shared_records(body: RequestBody) -> RequestBody {
+    let RequestBody::Produce(mut r) = body else {
+        return body;
+    };
+    for p in r
+        .topic_data
+        .iter_mut()
+        .flat_map(|t| t.partition_data.iter_mut())
+    {
+        if let Some(records) = p.records.take() {
+            let MemoryRecords::Owned(records, _) = records else {
+                panic!("a Produce frame decoded owned gave shared records");
+            };
+            p.records = Some(records.freeze().into());
+        }
+    }
+    RequestBody::Produce(r)
 }
 
 #[test]
@@ -231,7 +256,7 @@ fn produce_v9_request_with_record_batch() {
                 topic_id: Uuid::ZERO,
                 partition_data: vec![PartitionProduceData {
                     index: 3,
-                    records: Some(batch.clone()),
+                    records: Some(batch.clone().into()),
                 }],
             }],
         }),
@@ -1382,7 +1407,7 @@ fn produce_v13_names_topics_by_id_and_v12_is_v11_on_the_wire() {
             topic_id: id,
             partition_data: vec![PartitionProduceData {
                 index: 3,
-                records: Some(batch.clone()),
+                records: Some(batch.clone().into()),
             }],
         }],
     };

@@ -13,8 +13,8 @@ use bytes::{Bytes, BytesMut};
 use common::{all_versions, request, response};
 use sluice_protocol::frame::{split_frame, DEFAULT_MAX_REQUEST_SIZE};
 use sluice_protocol::{
-    decode_request, decode_response, encode_request, encode_response, validate_batch,
-    RecordBatches, RequestBody, RequestHeader,
+    decode_request, decode_request_owned, decode_response, encode_request, encode_response,
+    validate_batch, RecordBatches, RequestBody, RequestHeader,
 };
 
 /// Records the largest single allocation made while `TRACKING` is set.
@@ -169,14 +169,18 @@ static DECODED_OK: AtomicUsize = AtomicUsize::new(0);
 
 /// Decodes one request mutant, also walking any record batches it carries.
 fn exercise_request(frame: Bytes) {
+    // The broker decodes the frames it owns: that decode must fail exactly as the shared one.
+    let owned = decode_request_owned(BytesMut::from(&frame[..]));
     let decoded = decode_request(frame);
+    assert_eq!(owned.err(), decoded.as_ref().err().cloned());
     if decoded.is_ok() {
         DECODED_OK.fetch_add(1, Ordering::Relaxed);
     }
     if let Ok((_, RequestBody::Produce(p))) = decoded {
         for t in &p.topic_data {
             for part in &t.partition_data {
-                for batch in RecordBatches::new(part.records.clone().unwrap_or_default()) {
+                let records = Bytes::copy_from_slice(part.records.as_deref().unwrap_or_default());
+                for batch in RecordBatches::new(records) {
                     let Ok((_, b)) = batch else { break };
                     let _ = validate_batch(&b);
                 }

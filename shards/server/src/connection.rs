@@ -249,7 +249,9 @@ async fn serve_frames(
             match home {
                 ConnectionHome::Undecided => {}
                 ConnectionHome::Here => may_move = false,
-                ConnectionHome::Shard(shard) => return Ok(Ended::MoveTo(shard, frame, reason)),
+                ConnectionHome::Shard(shard) => {
+                    return Ok(Ended::MoveTo(shard, frame.freeze(), reason))
+                }
             }
         }
         // Counted from the frame read to the response written, however it ends.
@@ -361,14 +363,16 @@ impl FrameReader {
             .is_some_and(|size| self.buf.len() >= 4 + size))
     }
 
-    fn take_frame(&mut self) -> Bytes {
+    /// The next frame, its own writable view of the read buffer (no copy): a Produce
+    /// request's records are then pieces of it that the log patches and writes in place.
+    fn take_frame(&mut self) -> BytesMut {
         let size = self
             .next_size()
             .ok()
             .flatten()
             .expect("take_frame follows has_frame");
         self.buf.advance(4);
-        self.buf.split_to(size).freeze()
+        self.buf.split_to(size)
     }
 
     /// After a large frame the buffer keeps its allocation (frames are slices of it): with

@@ -1,8 +1,8 @@
 //! Decodes one request frame, runs its handler, and encodes the response frame.
 
-use bytes::Bytes;
+use bytes::BytesMut;
 use sluice_protocol::request::{
-    decode_request, encode_response_vectored, RequestBody, ResponseBody,
+    decode_request_owned, encode_response_vectored, RequestBody, ResponseBody,
 };
 use sluice_protocol::Segment;
 use tracing::info;
@@ -27,8 +27,8 @@ pub enum Outcome {
 /// ApiVersions advertises) and anything else is answered by `handlers::unsupported`. The match
 /// below has no wildcard arm on purpose: `RequestBody` is generated from that declaration, so
 /// an API declared there without a handler here is a compile error.
-pub async fn dispatch(ctx: &ShardContext, frame: Bytes, client_host: &str) -> Outcome {
-    let (header, request) = match decode_request(frame) {
+pub async fn dispatch(ctx: &ShardContext, frame: BytesMut, client_host: &str) -> Outcome {
+    let (header, request) = match decode_request_owned(frame) {
         Ok(decoded) => decoded,
         Err(error) => return handlers::unsupported::answer(&error),
     };

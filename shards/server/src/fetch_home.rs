@@ -30,17 +30,18 @@ pub enum FetchHome {
 }
 
 /// Whether `frame` is a Fetch request (its API key), without decoding it.
-pub fn is_fetch(frame: &Bytes) -> bool {
+pub fn is_fetch(frame: &[u8]) -> bool {
     frame
         .get(..2)
         .is_some_and(|b| i16::from_be_bytes([b[0], b[1]]) == ApiKey::Fetch as i16)
 }
 
 /// The home of the connection that sent Fetch `frame`. Decodes it (once per connection: the
-/// caller stops asking once it is decided or a consumer's).
-pub fn fetch_home(ctx: &ShardContext, frame: &Bytes) -> FetchHome {
+/// caller stops asking once it is decided or a consumer's; so the copy it decodes is made once).
+pub fn fetch_home(ctx: &ShardContext, frame: &[u8]) -> FetchHome {
     // A frame that does not decode is answered by the dispatch as usual.
-    let Ok((header, RequestBody::Fetch(request))) = decode_request(frame.clone()) else {
+    let Ok((header, RequestBody::Fetch(request))) = decode_request(Bytes::copy_from_slice(frame))
+    else {
         return FetchHome::NotReplica;
     };
     if request.effective_replica_id(header.api_version) < 0 {

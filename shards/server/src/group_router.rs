@@ -70,8 +70,9 @@ const GROUP_CONNECTION_KEYS: [ApiKey; 6] = [
 
 /// The home of a connection that sent `frame`: the coordinator shard of the group it names,
 /// if `frame` is a member's group request. Decodes the frame only for those API keys (once
-/// per connection: the caller stops asking once it has an answer).
-pub fn connection_home(ctx: &ShardContext, frame: &Bytes) -> ConnectionHome {
+/// per connection: the caller stops asking once it has an answer; so the copy it decodes is
+/// made once).
+pub fn connection_home(ctx: &ShardContext, frame: &[u8]) -> ConnectionHome {
     let Some(key) = frame.get(..2).map(|b| i16::from_be_bytes([b[0], b[1]])) else {
         return ConnectionHome::Undecided;
     };
@@ -79,7 +80,7 @@ pub fn connection_home(ctx: &ShardContext, frame: &Bytes) -> ConnectionHome {
         return ConnectionHome::Undecided;
     }
     // A frame that does not decode is answered by the dispatch as usual.
-    let Ok((_, request)) = decode_request(frame.clone()) else {
+    let Ok((_, request)) = decode_request(Bytes::copy_from_slice(frame)) else {
         return ConnectionHome::Undecided;
     };
     let group_id = match &request {

@@ -6,10 +6,12 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use sluice_log::AppendBatches;
 use sluice_protocol::messages::list_offsets::{
     EARLIEST_LOCAL_TIMESTAMP, EARLIEST_PENDING_UPLOAD_TIMESTAMP, EARLIEST_TIMESTAMP,
     LATEST_TIERED_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP,
 };
+use sluice_protocol::{frame_bytes_held, MemoryRecords};
 use sluice_replica::{
     log_config_with_overrides, ActiveProducer, FetchPartitionData, FollowerFetchRequest,
     LogAppendInfo, OffsetAndTimestamp, Partition, PartitionLogDirInfo, ReplicaError,
@@ -24,6 +26,20 @@ use crate::replication;
 use crate::replication_throttle::{is_throttled, LEADER_REPLICATION_THROTTLED_REPLICAS};
 use crate::util::{join_all, race_any};
 
+/// How many bytes of request frames the records this broker appended without copying may hold
+/// (`sluice_protocol::frame_bytes_held`): as much as its tail caches may keep, plus 16 MiB for
+/// the appends in flight. A frame is held whole by any piece of it, and a partition's tail
+/// cache keeps its newest pieces until that partition is written again, so pieces of one frame
+/// outlive each other: past this bound appends copy, as borrowed batches do, and memory stays
+/// within the tail caches' bound plus this margin.
+fn frame_bytes_held_max(ctx: &ShardContext) -> usize {
+    const IN_FLIGHT_BYTES: usize = 16 << 20;
+    ctx.config
+        .sluice_shard_tail_cache_bytes
+        .saturating_mul(ctx.mesh.shard_count())
+        .saturating_add(IN_FLIGHT_BYTES)
+}
+
 /// Appends to each partition; partitions proceed concurrently, each in call order. acks=all
 /// answers once the partition's in-sync replicas hold the records (Kafka's `DelayedProduce`).
 pub async fn produce(
@@ -32,12 +48,22 @@ pub async fn produce(
 ) -> Vec<Result<LogAppendInfo, ReplicaError>> {
     let appends = partitions.into_iter().map(|p| async move {
         let partition = ctx.replicas.hosted(&p.tp)?;
+        let bytes = p.records.len();
+        // The records are a piece of their request frame, and the piece the tail cache keeps
+        // holds the whole frame: past the budget, copy them (the frame goes once answered).
+        let uncopied = frame_bytes_held() <= frame_bytes_held_max(ctx);
+        let batches = match p.records {
+            MemoryRecords::Owned(records, hold) if uncopied => {
+                AppendBatches::Owned(records, Some(hold))
+            }
+            ref records => AppendBatches::Borrowed(records),
+        };
         let info = partition
-            .append_records_to_leader(&p.records, p.required_acks)
+            .append_records_to_leader(batches, p.required_acks)
             .await?;
         if let Some(metrics) = &ctx.metrics {
             let messages = (info.last_offset - info.first_offset + 1).max(0) as u64;
-            metrics.appended(&partition.topic, p.records.len(), messages);
+            metrics.appended(&partition.topic, bytes, messages);
         }
         if p.required_acks == -1 {
             let timeout = Duration::from_millis(p.timeout_ms.max(0) as u64);

@@ -9,6 +9,7 @@ use std::time::Instant;
 use bytes::Bytes;
 use futures_channel::oneshot;
 use sluice_protocol::codec::Uuid;
+use sluice_protocol::MemoryRecords;
 use sluice_replica::{
     FetchPartitionData, LogAppendInfo, OffsetAndTimestamp, ReplicaError, TopicIdPartition,
 };
@@ -107,8 +108,9 @@ pub struct ProduceWork {
 pub struct ProducePartition {
     /// The partition.
     pub tp: TopicIdPartition,
-    /// The batches (a zero-copy slice of the request frame).
-    pub records: Bytes,
+    /// The batches: the request frame's own bytes, which the log writes and caches without a
+    /// copy when they are `Owned` (see [`MemoryRecords`]).
+    pub records: MemoryRecords,
     /// The request's `acks`: -1 waits until the in-sync replicas have the records.
     pub required_acks: i16,
     /// The request's `timeout_ms`: how long acks=-1 waits for the in-sync replicas.

@@ -3,8 +3,10 @@
 //! whose completion advances the readable end over the contiguous prefix of written appends.
 
 use std::rc::Rc;
+use std::sync::Arc;
 
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
+use sluice_protocol::FrameHold;
 use tracing::error;
 
 use super::{InFlight, Log, LogAppendInfo, LogPosition, LogState, Status};
@@ -33,6 +35,75 @@ struct Reservation {
     info: LogAppendInfo,
     /// The append changed the epoch cache: its checkpoint is written before the append returns.
     epochs_changed: bool,
+}
+
+/// The batches of an append, and who owns their bytes. The log patches base offsets and leader
+/// epochs into the bytes it writes, and the tail cache keeps those same bytes: batches the
+/// caller owns (a Produce request's records, split off the frame the connection read) are
+/// patched where they are, written from there and cached, never copied in user space; borrowed
+/// ones are copied once.
+pub enum AppendBatches<'a> {
+    /// The caller keeps these; the log copies them.
+    Borrowed(&'a [u8]),
+    /// The log takes these over and writes them as they are; the tail cache keeps them, and
+    /// with them the hold on the request frame they were split off (if any).
+    Owned(BytesMut, Option<Arc<FrameHold>>),
+}
+
+impl AppendBatches<'_> {
+    /// The batches' bytes.
+    pub fn as_slice(&self) -> &[u8] {
+        match self {
+            AppendBatches::Borrowed(b) => b,
+            AppendBatches::Owned(b, _) => b,
+        }
+    }
+
+    /// The first `len` bytes, writable: the owned buffer cut to `len`, or a copy (counted in
+    /// `io_copies`).
+    fn into_write_buffer(self, len: usize) -> (BytesMut, Option<Arc<FrameHold>>) {
+        match self {
+            AppendBatches::Owned(mut b, hold) => {
+                b.truncate(len);
+                (b, hold)
+            }
+            AppendBatches::Borrowed(b) => {
+                let b = b.get(..len).unwrap_or(b);
+                crate::file_io::copies::add_append_copy(b.len());
+                (BytesMut::from(b), None)
+            }
+        }
+    }
+}
+
+impl<'a> From<&'a [u8]> for AppendBatches<'a> {
+    fn from(b: &'a [u8]) -> Self {
+        AppendBatches::Borrowed(b)
+    }
+}
+
+impl<'a, const N: usize> From<&'a [u8; N]> for AppendBatches<'a> {
+    fn from(b: &'a [u8; N]) -> Self {
+        AppendBatches::Borrowed(b)
+    }
+}
+
+impl<'a> From<&'a Vec<u8>> for AppendBatches<'a> {
+    fn from(b: &'a Vec<u8>) -> Self {
+        AppendBatches::Borrowed(b)
+    }
+}
+
+impl<'a> From<&'a Bytes> for AppendBatches<'a> {
+    fn from(b: &'a Bytes) -> Self {
+        AppendBatches::Borrowed(b)
+    }
+}
+
+impl From<BytesMut> for AppendBatches<'_> {
+    fn from(b: BytesMut) -> Self {
+        AppendBatches::Owned(b, None)
+    }
 }
 
 /// Who appends, which decides what happens to the batches' offsets and leader epochs.
@@ -163,17 +234,20 @@ impl Log {
     /// them in call order. Returns once these bytes and every earlier append
     /// are written (to the page cache; fsync per the flush policy). Dropping
     /// the future does not cancel the write. Leader epochs are kept as given.
-    pub async fn append(&self, batches: &[u8]) -> Result<LogAppendInfo, LogError> {
-        self.append_with(batches, AppendOrigin::Client).await
+    pub async fn append<'a>(
+        &self,
+        batches: impl Into<AppendBatches<'a>>,
+    ) -> Result<LogAppendInfo, LogError> {
+        self.append_with(batches.into(), AppendOrigin::Client).await
     }
 
     /// Kafka's `appendAsLeader`: [`Log::append`], and every batch's `partitionLeaderEpoch`
     /// (outside the CRC) is stamped with `leader_epoch`; when `leader_epoch` is newer than
     /// the epoch cache's latest, it is recorded as starting at the append's first offset (and
     /// the checkpoint written before this returns).
-    pub async fn append_as_leader(
+    pub async fn append_as_leader<'a>(
         &self,
-        batches: &[u8],
+        batches: impl Into<AppendBatches<'a>>,
         leader_epoch: i32,
     ) -> Result<LogAppendInfo, LogError> {
         if leader_epoch < 0 {
@@ -183,7 +257,7 @@ impl Log {
             }
             .into());
         }
-        self.append_with(batches, AppendOrigin::Leader(leader_epoch))
+        self.append_with(batches.into(), AppendOrigin::Leader(leader_epoch))
             .await
     }
 
@@ -195,27 +269,31 @@ impl Log {
     /// partial batch at the end is left out (Kafka's `trimInvalidBytes`; `info.bytes` says
     /// what was appended). Each batch's epoch goes into the epoch cache (Kafka's
     /// `maybeAssignEpochStartOffset`). Returns when written, like [`Log::append`].
-    pub async fn append_as_follower(&self, batches: &[u8]) -> Result<LogAppendInfo, LogError> {
-        self.append_with(batches, AppendOrigin::Replication).await
+    pub async fn append_as_follower<'a>(
+        &self,
+        batches: impl Into<AppendBatches<'a>>,
+    ) -> Result<LogAppendInfo, LogError> {
+        self.append_with(batches.into(), AppendOrigin::Replication)
+            .await
     }
 
     async fn append_with(
         &self,
-        batches: &[u8],
+        batches: AppendBatches<'_>,
         origin: AppendOrigin,
     ) -> Result<LogAppendInfo, LogError> {
-        let (summary, batches) = match origin {
-            AppendOrigin::Replication => {
-                let (summary, valid_bytes) = summarize_replicated(batches)?;
-                (summary, &batches[..valid_bytes])
+        let (summary, valid_bytes) = match origin {
+            AppendOrigin::Replication => summarize_replicated(batches.as_slice())?,
+            AppendOrigin::Client | AppendOrigin::Leader(_) => {
+                let all = batches.as_slice();
+                (self.summarize(all)?, all.len())
             }
-            AppendOrigin::Client | AppendOrigin::Leader(_) => (self.summarize(batches)?, batches),
         };
         // Reserving right after this (no await in between) keeps call order when no
         // truncation runs.
         self.wait_while_truncating().await;
         let truncations = self.truncations();
-        let reservation = self.reserve(batches, &summary, origin)?;
+        let reservation = self.reserve(batches, valid_bytes, &summary, origin)?;
         let info = reservation.info;
         let epochs_changed = reservation.epochs_changed;
         let this = self.me.upgrade().ok_or_else(|| self.stopped_error())?;
@@ -273,11 +351,13 @@ impl Log {
     }
 
     /// Synchronous part of an append: assigns offsets and a file position (a follower's
-    /// are checked instead), copies the batches once (patching base offsets and leader
-    /// epochs), rolls if needed, feeds the epoch cache.
+    /// are checked instead), takes the first `len` bytes of the batches as the write buffer
+    /// (copied once only when borrowed), patches base offsets and leader epochs into it, rolls
+    /// if needed, feeds the epoch cache.
     fn reserve(
         &self,
-        batches: &[u8],
+        batches: AppendBatches<'_>,
+        len: usize,
         summary: &AppendSummary,
         origin: AppendOrigin,
     ) -> Result<Reservation, LogError> {
@@ -307,18 +387,12 @@ impl Log {
             max_timestamp: log_append_time_ms.unwrap_or(summary.max_timestamp),
             ..*summary
         };
-        let (segment, rolled_from) = self.segment_for_append(
-            &mut st,
-            batches.len(),
-            first_offset,
-            last_offset,
-            &summary,
-            now_ms,
-        )?;
+        let (segment, rolled_from) =
+            self.segment_for_append(&mut st, len, first_offset, last_offset, &summary, now_ms)?;
         let creates_segment = rolled_from.is_some();
         let position = segment.size.get();
-        let mut buf = batches.to_vec();
-        crate::file_io::copies::add_append_copy(buf.len());
+        let (mut buf, frame_hold) = batches.into_write_buffer(len);
+        debug_assert_eq!(buf.len(), len);
         let (index_write, epochs_changed) = self.patch_and_index(
             &mut buf,
             &segment,
@@ -330,15 +404,15 @@ impl Log {
         if epochs_changed {
             self.epoch_cache_changed();
         }
-        // The only user-space copy of the appended bytes (`to_vec` above): the tail cache
-        // shares this buffer, and `pwrite` reads from it.
-        let buf = Bytes::from(buf);
+        // No user-space copy of owned batches (one of borrowed ones, `into_write_buffer`): the
+        // tail cache shares this buffer, and `pwrite` reads from it.
+        let buf = buf.freeze();
         segment.size.set(position + buf.len() as u64);
         segment.last_modified_ms.set(now_ms);
         st.log_end_offset = last_offset + 1;
         if st.tail_cache.limit() > 0 {
             st.tail_cache
-                .push(first_offset, last_offset + 1, buf.clone());
+                .push(first_offset, last_offset + 1, buf.clone(), frame_hold);
         }
         let seq = st.in_flight_front_seq + st.in_flight.len() as u64;
         st.in_flight.push_back(InFlight {

@@ -51,6 +51,7 @@ use crate::segment::{IndexWrite, LogSegment};
 use crate::tail_cache::TailCache;
 use crate::waiters::Waiters;
 
+pub use append::AppendBatches;
 pub use clean::CLEANER_OFFSET_CHECKPOINT_FILE;
 pub(crate) use clean::{segment_paths, DELETED_SUFFIX, SWAP_SUFFIX};
 

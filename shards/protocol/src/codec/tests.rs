@@ -228,3 +228,57 @@ fn exact_utf8_refuses_malformed_strings_and_truncation() {
         Err(ProtocolError::Truncated { .. })
     ));
 }
+
+/// An owned input reads every field as a shared one does, at the same positions, and hands
+/// out byte fields as disjoint pieces: writing one leaves the others and the rest unread.
+#[test]
+fn an_owned_input_reads_as_a_shared_one_and_splits_disjoint_pieces() {
+    let mut e = Encoder::new();
+    e.put_i32(7);
+    e.put_nullable_bytes(Some(b"first"), false);
+    e.put_i16(-2);
+    e.put_nullable_bytes(Some(b"second"), true);
+    e.put_nullable_bytes(None, false);
+    e.put_i64(42);
+    let raw = e.as_slice().to_vec();
+    let mut shared = dec(&raw);
+    let held = crate::frame_bytes_held();
+    let mut owned = Decoder::owned(bytes::BytesMut::from(&raw[..]));
+    assert_eq!(crate::frame_bytes_held(), held + raw.len());
+    assert_eq!(shared.i32(), owned.i32());
+    assert_eq!(shared.position(), owned.position());
+    let a = shared.nullable_records(false).unwrap().unwrap();
+    let mut b = owned.nullable_records(false).unwrap().unwrap();
+    assert!(!a.is_owned() && b.is_owned());
+    assert_eq!(&a[..], b"first");
+    assert_eq!(&b[..], b"first");
+    assert_eq!(shared.position(), owned.position());
+    assert_eq!(shared.i16(), owned.i16());
+    assert_eq!(shared.rest(), owned.rest());
+    let c = owned.nullable_bytes(true).unwrap().unwrap();
+    assert_eq!(shared.nullable_bytes(true).unwrap().unwrap(), c);
+    if let MemoryRecords::Owned(piece, _) = &mut b {
+        piece[0] = b'F';
+    }
+    assert_eq!(&b[..], b"First");
+    assert_eq!(&c[..], b"second");
+    assert_eq!(shared.nullable_bytes(false), Ok(None));
+    assert_eq!(owned.nullable_records(false), Ok(None));
+    assert_eq!(shared.i64(), owned.i64());
+    assert_eq!(shared.position(), raw.len());
+    assert_eq!(owned.position(), raw.len());
+    assert!(owned.finish().is_ok());
+    // The frame stays counted while any piece of it is alive.
+    drop(owned);
+    assert_eq!(crate::frame_bytes_held(), held + raw.len());
+    drop(b);
+    assert_eq!(crate::frame_bytes_held(), held);
+    // A length past the input is refused the same way.
+    let short = [0u8, 0, 0, 9, 1];
+    let refused = dec(&short).nullable_records(false);
+    assert!(refused.is_err());
+    assert_eq!(
+        Decoder::owned(bytes::BytesMut::from(&short[..])).nullable_records(false),
+        refused
+    );
+}

@@ -4,10 +4,9 @@
 //! wire (both KIP-890); v13 names topics by id instead of by name (KIP-516) and may answer
 //! UNKNOWN_TOPIC_ID.
 
-use bytes::Bytes;
-
 use crate::codec::{Decoder, Encoder, TaggedFields, Uuid};
 use crate::error::Result;
+use crate::memory_records::MemoryRecords;
 
 pub use super::common::{LeaderIdAndEpoch, NodeEndpoint};
 
@@ -76,8 +75,9 @@ pub struct TopicProduceData {
 pub struct PartitionProduceData {
     /// Partition index.
     pub index: i32,
-    /// Record batches: a zero-copy slice of the request frame.
-    pub records: Option<Bytes>,
+    /// Record batches: the request frame's own bytes, writable when the frame was decoded
+    /// owned (see [`MemoryRecords`]).
+    pub records: Option<MemoryRecords>,
 }
 
 impl ProduceRequest {
@@ -107,7 +107,11 @@ impl ProduceRequest {
             encode_topic_key(e, version, &t.name, t.topic_id);
             e.put_array(&t.partition_data, flex, |e, p| {
                 e.put_i32(p.index);
-                e.put_nullable_records(p.records.as_ref(), flex);
+                match &p.records {
+                    Some(MemoryRecords::Shared(r)) => e.put_nullable_records(Some(r), flex),
+                    Some(MemoryRecords::Owned(r, _)) => e.put_nullable_bytes(Some(&r[..]), flex),
+                    None => e.put_nullable_records(None, flex),
+                }
                 put_end(e, flex);
             });
             put_end(e, flex);
@@ -125,7 +129,7 @@ fn decode_topic(d: &mut Decoder, version: i16) -> Result<TopicProduceData> {
         partition_data: d.array(flex, |d| {
             let p = PartitionProduceData {
                 index: d.i32()?,
-                records: d.nullable_bytes(flex)?,
+                records: d.nullable_records(flex)?,
             };
             read_end(d, flex)?;
             Ok(p)

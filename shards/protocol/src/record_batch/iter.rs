@@ -33,31 +33,37 @@ impl RecordBatches {
 
     fn next_batch(&mut self) -> Result<(RecordBatchHeader, Bytes), RecordBatchError> {
         let rest = self.buf.get(self.pos..).unwrap_or_default();
-        // Read the length first so a short tail reports the size it would need.
-        let size = match rest.get(8..LOG_OVERHEAD) {
-            Some(&[a, b, c, d]) => i32::from_be_bytes([a, b, c, d]),
-            _ => {
-                return Err(RecordBatchError::Truncated {
-                    needed: LOG_OVERHEAD,
-                    remaining: rest.len(),
-                })
-            }
-        };
-        if size < MIN_BATCH_LENGTH {
-            return Err(RecordBatchError::InvalidBatchLength(size));
-        }
-        let total = size as usize + LOG_OVERHEAD;
-        if rest.len() < total {
-            return Err(RecordBatchError::Truncated {
-                needed: total,
-                remaining: rest.len(),
-            });
-        }
-        let header = parse_header(rest)?;
+        let (header, total) = frame_first_batch(rest)?;
         let batch = self.buf.slice(self.pos..self.pos + total);
         self.pos += total;
         Ok((header, batch))
     }
+}
+
+/// The header and the size (log overhead included) of the batch `buf` starts with, framed as
+/// [`RecordBatches`] frames each batch (not validated); for callers holding the bytes borrowed.
+pub fn frame_first_batch(buf: &[u8]) -> Result<(RecordBatchHeader, usize), RecordBatchError> {
+    // Read the length first so a short tail reports the size it would need.
+    let size = match buf.get(8..LOG_OVERHEAD) {
+        Some(&[a, b, c, d]) => i32::from_be_bytes([a, b, c, d]),
+        _ => {
+            return Err(RecordBatchError::Truncated {
+                needed: LOG_OVERHEAD,
+                remaining: buf.len(),
+            })
+        }
+    };
+    if size < MIN_BATCH_LENGTH {
+        return Err(RecordBatchError::InvalidBatchLength(size));
+    }
+    let total = size as usize + LOG_OVERHEAD;
+    if buf.len() < total {
+        return Err(RecordBatchError::Truncated {
+            needed: total,
+            remaining: buf.len(),
+        });
+    }
+    Ok((parse_header(buf)?, total))
 }
 
 impl Iterator for RecordBatches {

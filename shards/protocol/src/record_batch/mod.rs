@@ -12,7 +12,7 @@ mod iter;
 mod records;
 
 pub use builder::RecordBatchBuilder;
-pub use iter::RecordBatches;
+pub use iter::{frame_first_batch, RecordBatches};
 pub use records::{
     decompressed_records_section, keyless_record_indexes, read_records, Record, RecordsError,
     DECOMPRESSED_BYTES_MAX,

@@ -255,7 +255,7 @@ fn produce_request(v: i16) -> produce::ProduceRequest {
             partition_data: vec![
                 produce::PartitionProduceData {
                     index: 0,
-                    records: Some(records()),
+                    records: Some(records().into()),
                 },
                 produce::PartitionProduceData {
                     index: 1,

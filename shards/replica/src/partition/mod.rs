@@ -8,7 +8,7 @@ use std::rc::Rc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
-use sluice_log::{Log, LogAppendInfo, LogConfig, LogError, Records};
+use sluice_log::{AppendBatches, Log, LogAppendInfo, LogConfig, LogError, Records};
 use sluice_protocol::record_batch::{parse_header, read_records, RecordBatchHeader, RecordBatches};
 use tracing::{debug, info, warn};
 
@@ -231,13 +231,14 @@ impl Partition {
     /// Only the leader appends, and acks=all (`required_acks` -1) is refused while the ISR is
     /// below `min.insync.replicas`; the caller then waits with
     /// [`Partition::wait_for_replication`].
-    pub async fn append_records_to_leader(
+    pub async fn append_records_to_leader<'a>(
         &self,
-        batches: &[u8],
+        batches: impl Into<AppendBatches<'a>>,
         required_acks: i16,
     ) -> Result<LogAppendInfo, ReplicaError> {
+        let batches = batches.into();
         let leader_epoch = self.check_leader_append(required_acks)?;
-        let producer = parse_header(batches)
+        let producer = parse_header(batches.as_slice())
             .ok()
             .and_then(|h| ProducerBatch::from_header(&h));
         let Some(producer) = producer else {

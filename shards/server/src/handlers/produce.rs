@@ -14,15 +14,15 @@
 //! transactional producers (KIP-890's implicit AddPartitionsToTxn), which Sluice does not admit:
 //! InitProducerId refuses a transactional id, so no batch here belongs to a transaction.
 
-use bytes::Bytes;
+use sluice_protocol::codec::Uuid;
 use sluice_protocol::error::ErrorCode;
 use sluice_protocol::messages::produce::{
-    self as msg, PartitionProduceResponse, ProduceRequest, ProduceResponse, TopicProduceData,
-    TopicProduceResponse,
+    self as msg, PartitionProduceResponse, ProduceRequest, ProduceResponse, TopicProduceResponse,
 };
 use sluice_protocol::record_batch::{
-    keyless_record_indexes, validate_produce_batch, RecordBatchError, RecordBatches,
+    frame_first_batch, keyless_record_indexes, validate_produce_batch, RecordBatchError,
 };
+use sluice_protocol::MemoryRecords;
 use sluice_replica::{LogAppendInfo, TopicIdPartition};
 use sluice_shard::{MetadataImage, ProducePartition, ShardId, TopicImage};
 
@@ -53,7 +53,7 @@ impl From<Refusal> for Refused {
 }
 
 /// A partition's validated batch, bound for its owner shard.
-type Routed = (ShardId, (TopicIdPartition, Bytes));
+type Routed = (ShardId, (TopicIdPartition, MemoryRecords));
 
 /// Where one partition of the request stands.
 enum Slot {
@@ -67,7 +67,7 @@ enum Slot {
 pub async fn handle(
     ctx: &ShardContext,
     version: i16,
-    request: ProduceRequest,
+    mut request: ProduceRequest,
 ) -> Option<ProduceResponse> {
     let acks = request.acks;
     let image = ctx.image();
@@ -75,10 +75,10 @@ pub async fn handle(
     let mut routed: Vec<Routed> = Vec::new();
     let mut unknown_topics: Vec<String> = Vec::new();
     let mut slots: Vec<Vec<Slot>> = Vec::with_capacity(request.topic_data.len());
-    for topic in &request.topic_data {
+    for topic in &mut request.topic_data {
         let mut topic_slots = Vec::with_capacity(topic.partition_data.len());
-        let name = topic_name(&image, version, topic);
-        for partition in &topic.partition_data {
+        let name = topic_name(&image, version, &topic.name, &topic.topic_id);
+        for partition in &mut topic.partition_data {
             let slot = match name {
                 // An unknown topic id: KafkaApis sets these aside before anything else, acks
                 // included.
@@ -90,11 +90,14 @@ pub async fn handle(
                     &image,
                     name,
                     partition.index,
-                    partition.records.as_ref(),
+                    partition.records.as_deref(),
                     ctx.config.message_max_bytes as usize,
                 ) {
-                    Ok(item) => {
-                        routed.push(item);
+                    Ok((shard, tp)) => {
+                        // Checked present by `route`; moved out, so that the log can write the
+                        // frame's own bytes (the response needs only the partition's index).
+                        let records = partition.records.take().unwrap_or_default();
+                        routed.push((shard, (tp, records)));
                         Slot::Routed(routed.len() - 1)
                     }
                     Err(refused) => {
@@ -138,12 +141,13 @@ pub async fn handle(
 fn topic_name<'a>(
     image: &'a MetadataImage,
     version: i16,
-    topic: &'a TopicProduceData,
+    name: &'a str,
+    topic_id: &Uuid,
 ) -> Option<&'a str> {
     if version >= msg::TOPIC_ID_MIN_VERSION {
-        image.topic_by_id(&topic.topic_id).map(|t| t.name.as_str())
+        image.topic_by_id(topic_id).map(|t| t.name.as_str())
     } else {
-        Some(topic.name.as_str())
+        Some(name)
     }
 }
 
@@ -157,9 +161,9 @@ fn route(
     image: &MetadataImage,
     topic_name: &str,
     partition: i32,
-    records: Option<&Bytes>,
+    records: Option<&[u8]>,
     default_max_message_bytes: usize,
-) -> Result<Routed, Refused> {
+) -> Result<(ShardId, TopicIdPartition), Refused> {
     let topic = image
         .topic(topic_name)
         .ok_or((ErrorCode::UNKNOWN_TOPIC_OR_PARTITION, None))?;
@@ -185,27 +189,30 @@ fn route(
         .get("max.message.bytes")
         .and_then(|v| v.parse::<usize>().ok())
         .unwrap_or(default_max_message_bytes);
-    validate_batch(&batch, max_message_bytes)?;
+    validate_batch(batch, max_message_bytes)?;
     let compacted = topic
         .configs
         .get("cleanup.policy")
         .is_some_and(|p| p.split(',').any(|x| x.trim() == "compact"));
     if compacted {
-        validate_keys(&batch, topic_name, partition)?;
+        validate_keys(batch, topic_name, partition)?;
     }
-    Ok((led.shard, (led.tp, records.clone())))
+    Ok((led.shard, led.tp))
 }
 
 /// The one batch a partition's records must be since Produce v3 (Kafka's
 /// `ProduceRequest.validateRecords`), framed and of magic 2.
-fn single_batch(records: &Bytes) -> Result<Bytes, Refusal> {
-    let mut batches = RecordBatches::new(records.clone());
-    let first = batches.next().ok_or((
-        ErrorCode::INVALID_RECORD,
-        Some("no record batch".to_string()),
-    ))?;
-    let (_, batch) = first.map_err(batch_error)?;
-    if batches.next().is_some() {
+fn single_batch(records: &[u8]) -> Result<&[u8], Refusal> {
+    if records.is_empty() {
+        return Err((
+            ErrorCode::INVALID_RECORD,
+            Some("no record batch".to_string()),
+        ));
+    }
+    let (_, size) = frame_first_batch(records).map_err(batch_error)?;
+    let (batch, rest) = records.split_at(size);
+    // Anything after the first batch, a whole batch or not, is a second one to Kafka.
+    if !rest.is_empty() {
         return Err((
             ErrorCode::INVALID_RECORD,
             Some("produce requests of version 3 or later must carry exactly one record batch per partition".to_string()),
@@ -216,7 +223,7 @@ fn single_batch(records: &Bytes) -> Result<Bytes, Refusal> {
 
 /// What the leader checks before appending: size within `max.message.bytes`, then CRC, record
 /// count and offsets, and timestamps.
-fn validate_batch(batch: &Bytes, max_message_bytes: usize) -> Result<(), Refusal> {
+fn validate_batch(batch: &[u8], max_message_bytes: usize) -> Result<(), Refusal> {
     if batch.len() > max_message_bytes {
         return Err((
             ErrorCode::MESSAGE_TOO_LARGE,
@@ -239,7 +246,7 @@ fn validate_batch(batch: &Bytes, max_message_bytes: usize) -> Result<(), Refusal
 /// Kafka's `LogValidator.validateKey`: a compacted topic refuses records without a key, each
 /// named in `record_errors`, with Kafka's messages (`processRecordErrors`: the first three
 /// errors in the partition's message).
-fn validate_keys(batch: &Bytes, topic_name: &str, partition: i32) -> Result<(), Refused> {
+fn validate_keys(batch: &[u8], topic_name: &str, partition: i32) -> Result<(), Refused> {
     let keyless = keyless_record_indexes(batch)
         .map_err(|e| Refused::from((ErrorCode::INVALID_RECORD, Some(e.to_string()))))?;
     if keyless.is_empty() {
@@ -322,9 +329,10 @@ fn build_response(
                     if version >= CURRENT_LEADER_MIN_VERSION
                         && response.error_code == ErrorCode::NOT_LEADER_OR_FOLLOWER.0
                     {
-                        let found: Option<&TopicImage> = topic_name(image, version, topic)
-                            .and_then(|name| image.topic(name))
-                            .map(|t| &**t);
+                        let found: Option<&TopicImage> =
+                            topic_name(image, version, &topic.name, &topic.topic_id)
+                                .and_then(|name| image.topic(name))
+                                .map(|t| &**t);
                         let (leader, endpoint) =
                             leadership::current_leader(image, found, partition.index);
                         response.current_leader = leader;
@@ -375,6 +383,7 @@ fn partition_response(
 
 #[cfg(test)]
 mod tests {
+    use bytes::Bytes;
     use sluice_protocol::messages::produce::{
         LeaderIdAndEpoch, PartitionProduceData, TopicProduceData,
     };
@@ -400,7 +409,7 @@ mod tests {
         Bytes::from(bytes)
     }
 
-    fn code(result: Result<Routed, Refused>) -> ErrorCode {
+    fn code<T>(result: Result<T, Refused>) -> ErrorCode {
         match result {
             Ok(_) => ErrorCode::NONE,
             Err(refused) => refused.code,
@@ -419,7 +428,7 @@ mod tests {
             .record(Some(b"k"), Some(b"v"))
             .record(None, Some(b"v"))
             .build();
-        let Err(refused) = route(&image, "c", 0, Some(&keyless), MAX) else {
+        let Err(refused) = route(&image, "c", 0, Some(&keyless[..]), MAX) else {
             panic!("keyless record accepted");
         };
         assert_eq!(refused.code, ErrorCode::INVALID_RECORD);
@@ -445,11 +454,11 @@ mod tests {
         );
         // Keyed records pass; the same keyless batch passes on a delete-only topic.
         assert_eq!(
-            code(route(&image, "c", 0, Some(&batch()), MAX)),
+            code(route(&image, "c", 0, Some(&batch()[..]), MAX)),
             ErrorCode::NONE
         );
         assert_eq!(
-            code(route(&image, "t", 0, Some(&keyless), MAX)),
+            code(route(&image, "t", 0, Some(&keyless[..]), MAX)),
             ErrorCode::NONE
         );
     }
@@ -459,33 +468,33 @@ mod tests {
         let image = cluster_image();
         let good = batch();
         let bad = corrupt_batch();
-        let routed = route(&image, "t", 0, Some(&good), MAX).expect("led here");
+        let routed = route(&image, "t", 0, Some(&good[..]), MAX).expect("led here");
         assert_eq!(routed.0, ShardId(0));
         assert_eq!(
-            code(route(&image, "t", 0, Some(&bad), MAX)),
+            code(route(&image, "t", 0, Some(&bad[..]), MAX)),
             ErrorCode::CORRUPT_MESSAGE
         );
         for partition in [1, 2, 3] {
             assert_eq!(
-                code(route(&image, "t", partition, Some(&good), MAX)),
+                code(route(&image, "t", partition, Some(&good[..]), MAX)),
                 ErrorCode::NOT_LEADER_OR_FOLLOWER
             );
             // The leader checks the batch; a broker that does not lead it sends the client on.
             assert_eq!(
-                code(route(&image, "t", partition, Some(&bad), MAX)),
+                code(route(&image, "t", partition, Some(&bad[..]), MAX)),
                 ErrorCode::NOT_LEADER_OR_FOLLOWER
             );
             assert_eq!(
-                code(route(&image, "t", partition, Some(&good), 1)),
+                code(route(&image, "t", partition, Some(&good[..]), 1)),
                 ErrorCode::NOT_LEADER_OR_FOLLOWER
             );
         }
         assert_eq!(
-            code(route(&image, "t", 4, Some(&good), MAX)),
+            code(route(&image, "t", 4, Some(&good[..]), MAX)),
             ErrorCode::UNKNOWN_TOPIC_OR_PARTITION
         );
         assert_eq!(
-            code(route(&image, "nope", 0, Some(&good), MAX)),
+            code(route(&image, "nope", 0, Some(&good[..]), MAX)),
             ErrorCode::UNKNOWN_TOPIC_OR_PARTITION
         );
     }
@@ -497,7 +506,7 @@ mod tests {
         two.extend_from_slice(&batch());
         let two = Bytes::from(two);
         assert_eq!(
-            code(route(&image, "t", 1, Some(&two), MAX)),
+            code(route(&image, "t", 1, Some(&two[..]), MAX)),
             ErrorCode::INVALID_RECORD
         );
         assert_eq!(
@@ -517,11 +526,11 @@ mod tests {
         let good = batch();
         let name = sluice_group::GROUP_METADATA_TOPIC_NAME;
         assert_eq!(
-            code(route(&image, name, 0, Some(&good), MAX)),
+            code(route(&image, name, 0, Some(&good[..]), MAX)),
             ErrorCode::INVALID_TOPIC_EXCEPTION
         );
         assert_eq!(
-            code(route(&image, name, 1, Some(&good), MAX)),
+            code(route(&image, name, 1, Some(&good[..]), MAX)),
             ErrorCode::UNKNOWN_TOPIC_OR_PARTITION
         );
     }
@@ -532,12 +541,12 @@ mod tests {
         let good = batch();
         for partition in [0, 1] {
             assert_eq!(
-                code(route(&image, "t", partition, Some(&good), MAX)),
+                code(route(&image, "t", partition, Some(&good[..]), MAX)),
                 ErrorCode::NONE
             );
         }
         assert_eq!(
-            code(route(&image, "t", 0, Some(&good), 10)),
+            code(route(&image, "t", 0, Some(&good[..]), 10)),
             ErrorCode::MESSAGE_TOO_LARGE
         );
     }
@@ -620,19 +629,31 @@ mod tests {
             topic_id: id,
             ..TopicProduceData::default()
         };
-        assert_eq!(topic_name(&image, 13, &by_id), Some("t"));
+        assert_eq!(
+            topic_name(&image, 13, &by_id.name, &by_id.topic_id),
+            Some("t")
+        );
         let unknown = TopicProduceData {
             topic_id: sluice_protocol::codec::Uuid::from_u128(0xdead),
             ..TopicProduceData::default()
         };
-        assert_eq!(topic_name(&image, 13, &unknown), None);
+        assert_eq!(
+            topic_name(&image, 13, &unknown.name, &unknown.topic_id),
+            None
+        );
         // Before v13 the name is what counts; from v13 the id (a zero id is no topic's).
         let by_name = TopicProduceData {
             name: "t".to_string(),
             ..TopicProduceData::default()
         };
-        assert_eq!(topic_name(&image, 12, &by_name), Some("t"));
-        assert_eq!(topic_name(&image, 13, &by_name), None);
+        assert_eq!(
+            topic_name(&image, 12, &by_name.name, &by_name.topic_id),
+            Some("t")
+        );
+        assert_eq!(
+            topic_name(&image, 13, &by_name.name, &by_name.topic_id),
+            None
+        );
     }
 
     #[test]
