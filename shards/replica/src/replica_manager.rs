@@ -7,7 +7,9 @@ use sluice_log::{Log, LogConfig};
 use tracing::{info, warn};
 
 use crate::partition::now_ms;
-use crate::{Partition, ReplicaError, TopicIdPartition, DEFAULT_PRODUCER_ID_EXPIRATION_MS};
+use crate::{
+    Partition, PartitionMap, ReplicaError, TopicIdPartition, DEFAULT_PRODUCER_ID_EXPIRATION_MS,
+};
 
 /// A partition never keeps more than this in its tail cache, however few share the budget.
 const TAIL_CACHE_BYTES_PER_PARTITION_MAX: usize = 4 << 20;
@@ -19,7 +21,7 @@ pub struct ReplicaManager {
     log_config: LogConfig,
     tail_cache_budget_bytes: usize,
     producer_id_expiration_ms: i64,
-    partitions: RefCell<HashMap<TopicIdPartition, Rc<Partition>>>,
+    partitions: RefCell<PartitionMap<Rc<Partition>>>,
     /// The topic configs (Kafka's names) each hosted partition's log config was computed from,
     /// so that a new metadata image can tell which partitions' configs changed.
     topic_configs: RefCell<HashMap<TopicIdPartition, BTreeMap<String, String>>>,
@@ -41,7 +43,7 @@ impl ReplicaManager {
             log_config,
             tail_cache_budget_bytes,
             producer_id_expiration_ms: DEFAULT_PRODUCER_ID_EXPIRATION_MS,
-            partitions: RefCell::new(HashMap::new()),
+            partitions: RefCell::new(PartitionMap::default()),
             topic_configs: RefCell::new(HashMap::new()),
         }
     }

@@ -24,7 +24,7 @@
 //! Accepted sockets also get SO_KEEPALIVE, as in Kafka, so the kernel notices a peer host that
 //! vanished without a FIN even when the idle limit is off.
 
-use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, IntoRawFd};
+use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, IntoRawFd, OwnedFd};
 use std::rc::Rc;
 use std::time::Duration;
 
@@ -112,7 +112,51 @@ pub fn adopt(ctx: &Rc<ShardContext>, handoff: ConnectionHandoff) {
     // SAFETY: the descriptor comes out of an `OwnedFd`, so it is open and nothing else owns
     // it; the stream takes that ownership.
     let stream = unsafe { TcpStream::from_raw_fd(handoff.socket.into_raw_fd()) };
-    spawn(ctx, stream, Origin::HandedOver(handoff.buffered));
+    let origin = if handoff.placed {
+        Origin::Accepted
+    } else {
+        Origin::HandedOver(handoff.buffered)
+    };
+    spawn(ctx, stream, origin);
+}
+
+/// Hands a connection just accepted, before reading from it, to `shard`, whose turn it is to
+/// serve one (`ShardMesh::next_connection_shard`).
+pub async fn place(ctx: &Rc<ShardContext>, stream: TcpStream, shard: ShardId) {
+    let Some(socket) = duplicate_socket(stream).await else {
+        return;
+    };
+    let handoff = ConnectionHandoff {
+        socket,
+        buffered: Bytes::new(),
+        placed: true,
+    };
+    if let Err(error) = ctx
+        .mesh
+        .send_to_shard(shard, ShardMessage::AdoptConnection(handoff))
+        .await
+    {
+        warn!(%error, "cannot hand a new connection to its shard; closed");
+    }
+}
+
+/// The socket as an owned descriptor that can cross to another shard: glommio's stream cannot
+/// give its descriptor up, so the socket travels as a duplicate, and dropping the stream then
+/// closes only its own descriptor (no shutdown of the socket). None (the stream closed) when
+/// the descriptor cannot be duplicated.
+async fn duplicate_socket(mut stream: TcpStream) -> Option<OwnedFd> {
+    // SAFETY: the stream is alive for this borrow.
+    match unsafe { BorrowedFd::borrow_raw(stream.as_raw_fd()) }.try_clone_to_owned() {
+        Ok(socket) => {
+            drop(stream);
+            Some(socket)
+        }
+        Err(error) => {
+            warn!(%error, "cannot duplicate a socket to move it; closing the connection");
+            let _ = stream.close().await;
+            None
+        }
+    }
 }
 
 /// Serves one connection until the client closes it, an error, shutdown, or a move.
@@ -292,23 +336,14 @@ async fn serve_frames(
 /// closed with the message, and the client reconnects as after any lost connection.
 async fn hand_over(
     ctx: &ShardContext,
-    mut stream: TcpStream,
+    stream: TcpStream,
     shard: ShardId,
     frame: Bytes,
     reader: FrameReader,
 ) {
-    // glommio's stream cannot give its descriptor up, so the socket travels as a duplicate;
-    // dropping the stream then closes only its own descriptor (no shutdown of the socket).
-    // SAFETY: the stream is alive for this borrow.
-    let socket = match unsafe { BorrowedFd::borrow_raw(stream.as_raw_fd()) }.try_clone_to_owned() {
-        Ok(socket) => socket,
-        Err(error) => {
-            warn!(%error, "cannot duplicate a socket to move it; closing the connection");
-            let _ = stream.close().await;
-            return;
-        }
+    let Some(socket) = duplicate_socket(stream).await else {
+        return;
     };
-    drop(stream);
     let mut buffered = BytesMut::with_capacity(4 + frame.len() + reader.buf.len());
     // The frame passed the size check when it was read, so its length fits.
     buffered.put_u32(frame.len() as u32);
@@ -317,6 +352,7 @@ async fn hand_over(
     let handoff = ConnectionHandoff {
         socket,
         buffered: buffered.freeze(),
+        placed: false,
     };
     if let Err(error) = ctx
         .mesh

@@ -238,7 +238,14 @@ async fn accept_until_shutdown(ctx: &Rc<ShardContext>, listener: &TcpListener) {
         .await;
         match accepted {
             None => return,
-            Some(Ok(stream)) => connection::spawn(ctx, stream, connection::Origin::Accepted),
+            Some(Ok(stream)) => {
+                let shard = ctx.mesh.next_connection_shard();
+                if shard == ctx.shard_id {
+                    connection::spawn(ctx, stream, connection::Origin::Accepted);
+                } else {
+                    connection::place(ctx, stream, shard).await;
+                }
+            }
             Some(Err(error)) => {
                 // Out of file descriptors and similar: back off instead of spinning.
                 warn!(%error, "accept failed");

@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use sluice_protocol::codec::Uuid;
-use sluice_replica::TopicIdPartition;
+use sluice_replica::{PartitionMap, TopicIdPartition};
 
 use crate::ShardId;
 
@@ -81,7 +81,7 @@ impl TopicImage {
 /// replicas include it), as every core holds it.
 #[derive(Clone, Debug, Default)]
 pub struct ShardTable {
-    owners: HashMap<TopicIdPartition, ShardId>,
+    owners: PartitionMap<ShardId>,
 }
 
 impl ShardTable {

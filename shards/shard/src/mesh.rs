@@ -13,6 +13,9 @@
 //! with its target and origin, and the receiver asserts the target (a wrongly wired mesh is a
 //! bug, not an input).
 
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
 use glommio::channels::channel_mesh::{Full, MeshBuilder, Partial, Receivers, Role, Senders};
 use glommio::channels::shared_channel::ConnectedReceiver;
 
@@ -54,6 +57,8 @@ pub enum MeshError {
 #[derive(Clone)]
 pub struct MeshBuilders {
     shard_count: usize,
+    /// Shared by every shard: the round-robin cursor of new connections.
+    next_connection: Arc<AtomicUsize>,
     shards: MeshBuilder<ShardEnvelope, Full>,
     from_controller: MeshBuilder<ShardEnvelope, Partial>,
     to_controller: MeshBuilder<ControllerEnvelope, Partial>,
@@ -65,6 +70,7 @@ impl MeshBuilders {
     pub fn new(shard_count: usize, capacity: usize) -> MeshBuilders {
         MeshBuilders {
             shard_count,
+            next_connection: Arc::new(AtomicUsize::new(0)),
             shards: MeshBuilder::full(shard_count, capacity),
             from_controller: MeshBuilder::partial(shard_count + 1, capacity),
             to_controller: MeshBuilder::partial(shard_count + 1, capacity),
@@ -106,6 +112,7 @@ impl MeshBuilders {
             },
             controller: ShardId(self.shard_count as u16),
             to_controller,
+            next_connection: self.next_connection,
         };
         Ok((
             mesh,
@@ -216,6 +223,7 @@ pub struct ShardMesh {
     shards: ShardSenders,
     controller: ShardId,
     to_controller: Senders<ControllerEnvelope>,
+    next_connection: Arc<AtomicUsize>,
 }
 
 impl ShardMesh {
@@ -227,6 +235,16 @@ impl ShardMesh {
     /// Number of data shards.
     pub fn shard_count(&self) -> usize {
         self.shards.shard_count
+    }
+
+    /// The shard that serves the next accepted connection, whichever shard's listener the
+    /// kernel gave it to: the shards in turn, as Kafka's `Acceptor` hands new connections to
+    /// its network processors round-robin. (SO_REUSEPORT alone spreads connections by a hash
+    /// of their addresses: two consumers land on one shard half the time, and that shard then
+    /// carries both while the other idles.)
+    pub fn next_connection_shard(&self) -> ShardId {
+        let turn = self.next_connection.fetch_add(1, Ordering::Relaxed);
+        ShardId((turn % self.shards.shard_count.max(1)) as u16)
     }
 
     /// Sends `message` to data shard `target` (never this one), waiting while its channel is

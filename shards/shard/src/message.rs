@@ -93,6 +93,9 @@ pub struct ConnectionHandoff {
     pub socket: std::os::fd::OwnedFd,
     /// Bytes read from the socket and not yet handled, starting at a frame's size prefix.
     pub buffered: Bytes,
+    /// Handed over right after the accept, before any request (placement, round-robin): the
+    /// new shard serves it as one it accepted, so it may still follow its group later.
+    pub placed: bool,
 }
 
 /// Validated batches for partitions of one shard.
