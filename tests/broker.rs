@@ -767,7 +767,7 @@ fn old_data_is_sent_from_the_segment_files_as_appended() {
         (0, false),
         "the connection still serves"
     );
-    let sent_from_files: u64 = scrape(metrics_port)
+    let sent_from_files: u64 = support::scrape(metrics_port)
         .lines()
         .filter(|l| l.starts_with("sluice_network_response_sendfile_bytes_total"))
         .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
@@ -777,16 +777,4 @@ fn old_data_is_sent_from_the_segment_files_as_appended() {
         sent_from_files >= 2 * (3 << 20),
         "at least the reads older than the tail cache went by sendfile: {sent_from_files} bytes"
     );
-}
-
-/// One plain HTTP/1.1 GET of /metrics, the body as text.
-fn scrape(port: u16) -> String {
-    use std::io::Read;
-    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
-    stream
-        .write_all(b"GET /metrics HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
-        .unwrap();
-    let mut text = String::new();
-    stream.read_to_string(&mut text).unwrap();
-    text
 }

@@ -6,7 +6,6 @@
 #![allow(clippy::unwrap_used)] // test code
 mod support;
 
-use std::io::{Read, Write};
 use std::time::{Duration, Instant};
 
 use sluice_protocol::request::{RequestBody, ResponseBody};
@@ -14,21 +13,10 @@ use support::{api_versions_request, Broker, Client};
 
 const CONNECTIONS: usize = 10;
 
-/// One plain HTTP/1.1 GET of /metrics, the body as text.
-fn scrape(port: u16) -> String {
-    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
-    stream
-        .write_all(b"GET /metrics HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
-        .unwrap();
-    let mut text = String::new();
-    stream.read_to_string(&mut text).unwrap();
-    text
-}
-
 /// Client connections each shard serves (Kafka's connection-count gauge, per shard).
 fn connections_per_shard(metrics_port: u16) -> [u64; 2] {
     let mut counts = [0u64; 2];
-    for line in scrape(metrics_port)
+    for line in support::scrape(metrics_port)
         .lines()
         .filter(|l| l.starts_with("kafka_server_socketservermetrics_connection_count{"))
     {

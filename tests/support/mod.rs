@@ -578,3 +578,14 @@ pub fn assert_stored_as_sent(
         "stored as sent from the magic byte on"
     );
 }
+
+/// One plain HTTP/1.1 GET of the broker's /metrics on `port`, the body as text.
+pub fn scrape(port: u16) -> String {
+    let mut stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    stream
+        .write_all(b"GET /metrics HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
+        .unwrap();
+    let mut text = String::new();
+    stream.read_to_string(&mut text).unwrap();
+    text
+}
