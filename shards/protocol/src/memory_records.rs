@@ -31,11 +31,6 @@ impl FrameHold {
         FRAME_BYTES_HELD.fetch_add(bytes, Ordering::Relaxed);
         Arc::new(FrameHold { bytes })
     }
-
-    /// The frame's size.
-    pub fn bytes(&self) -> usize {
-        self.bytes
-    }
 }
 
 impl Drop for FrameHold {
@@ -69,15 +64,6 @@ pub enum MemoryRecords {
 }
 
 impl MemoryRecords {
-    /// The bytes, writable: an owned buffer as it is, a shared one copied (the one copy the
-    /// log makes of batches it does not own).
-    pub fn into_mut(self) -> BytesMut {
-        match self {
-            MemoryRecords::Owned(b, _) => b,
-            MemoryRecords::Shared(b) => BytesMut::from(&b[..]),
-        }
-    }
-
     /// Whether the bytes are this value's alone (no copy needed to write them).
     pub fn is_owned(&self) -> bool {
         matches!(self, MemoryRecords::Owned(..))

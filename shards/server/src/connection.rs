@@ -363,8 +363,8 @@ async fn hand_over(
     }
 }
 
-/// Splits the byte stream into frames without copying them: each frame is a `Bytes` slice of
-/// the read buffer, and record batches inside are in turn slices of the frame.
+/// Splits the byte stream into frames without copying them: each frame is its own `BytesMut`
+/// view of the read buffer, and record batches inside are in turn pieces of the frame.
 struct FrameReader {
     buf: BytesMut,
     frame_bytes_max: u32,
