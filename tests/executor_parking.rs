@@ -1,0 +1,119 @@
+//! The executor's park decision, with the patched glommio in `third_party/glommio`
+//! (`SLUICE.md` there). Unpatched, glommio 0.9.0 parks an executor whose preempt timer fired
+//! before its scheduler ran a task queue even though that queue still has runnable tasks: it
+//! then sleeps until its next timer or I/O event, and with neither, for ever. The shard's
+//! cleaner queue (`Latency::Matters`) arms such a timer; the cleaner share test hung in CI
+//! (about one run in 400 on a loaded 2-core host).
+//!
+//! Each case runs an executor on its own thread and waits for it with a deadline, so a park
+//! that never ends fails the test instead of wedging the suite.
+
+use std::rc::Rc;
+use std::sync::mpsc;
+use std::thread;
+use std::time::{Duration, Instant};
+
+/// Far above a healthy run (milliseconds), far below the CI job's limit.
+const RUN_DEADLINE: Duration = Duration::from_secs(30);
+
+/// Runs `rounds` rounds, each: the main task waits (no timer) on a task in a queue whose
+/// preempt timer is `preempt`, which spins `spin` at a time and yields when preempted until it
+/// has spun `work`. Returns whether every round ended before `RUN_DEADLINE`.
+fn rounds_end(rounds: u32, preempt: Duration, spin: Duration, work: Duration) -> bool {
+    let (finished, finish) = mpsc::channel();
+    let executor = thread::spawn(move || {
+        let ex = glommio::LocalExecutorBuilder::default()
+            .make()
+            .expect("executor");
+        ex.run(async move {
+            let queue = glommio::executor().create_task_queue(
+                glommio::Shares::Static(200),
+                glommio::Latency::Matters(preempt),
+                "test-latency-queue",
+            );
+            for _ in 0..rounds {
+                let spun = glommio::spawn_local_into(
+                    async move {
+                        let started = Instant::now();
+                        while started.elapsed() < work {
+                            let t = Instant::now();
+                            while t.elapsed() < spin {
+                                std::hint::spin_loop();
+                            }
+                            glommio::yield_if_needed().await;
+                        }
+                    },
+                    queue,
+                )
+                .expect("spawn");
+                // No timer of its own: only the scheduler brings the spinning task back.
+                spun.await;
+            }
+        });
+        let _ = finished.send(());
+    });
+    let ended = finish.recv_timeout(RUN_DEADLINE).is_ok();
+    if ended {
+        executor.join().expect("executor thread");
+    }
+    ended
+}
+
+#[test]
+fn a_preempted_executor_with_runnable_tasks_does_not_park_for_ever() {
+    // A 20 µs preempt timer fires between the executor's I/O poll and its scheduler often: with
+    // the unpatched executor some round parks with nothing left to wake it.
+    let ended = rounds_end(
+        2_000,
+        Duration::from_micros(20),
+        Duration::from_micros(30),
+        Duration::from_micros(300),
+    );
+    assert!(ended, "an executor parked with a runnable task queue");
+}
+
+#[test]
+fn tasks_in_two_queues_beside_timers_all_finish() {
+    // The cleaner's shape: a timer-driven task in the default queue beside a spinning one.
+    let (finished, finish) = mpsc::channel();
+    thread::spawn(move || {
+        let ex = glommio::LocalExecutorBuilder::default()
+            .make()
+            .expect("executor");
+        let ticks = ex.run(async {
+            let queue = glommio::executor().create_task_queue(
+                glommio::Shares::Static(200),
+                glommio::Latency::Matters(Duration::from_millis(2)),
+                "test-latency-queue",
+            );
+            let done = Rc::new(std::cell::Cell::new(false));
+            let stop = done.clone();
+            let spinner = glommio::spawn_local_into(
+                async move {
+                    while !stop.get() {
+                        let t = Instant::now();
+                        while t.elapsed() < Duration::from_micros(50) {
+                            std::hint::spin_loop();
+                        }
+                        glommio::yield_if_needed().await;
+                    }
+                },
+                queue,
+            )
+            .expect("spawn");
+            let mut ticks = 0u32;
+            while ticks < 300 {
+                glommio::timer::sleep(Duration::from_micros(100)).await;
+                ticks += 1;
+            }
+            done.set(true);
+            spinner.await;
+            ticks
+        });
+        let _ = finished.send(ticks);
+    });
+    let ticks = finish
+        .recv_timeout(RUN_DEADLINE)
+        .expect("the executor finished both tasks");
+    assert_eq!(ticks, 300);
+}
