@@ -16,47 +16,67 @@ use std::time::{Duration, Instant};
 /// Far above a healthy run (milliseconds), far below the CI job's limit.
 const RUN_DEADLINE: Duration = Duration::from_secs(30);
 
-/// Runs `rounds` rounds, each: the main task waits (no timer) on a task in a queue whose
-/// preempt timer is `preempt`, which spins `spin` at a time and yields when preempted until it
-/// has spun `work`. Returns whether every round ended before `RUN_DEADLINE`.
-fn rounds_end(rounds: u32, preempt: Duration, spin: Duration, work: Duration) -> bool {
+/// Busy-waits `d` without yielding, as a task holding its executor does.
+fn spin(d: Duration) {
+    let t = Instant::now();
+    while t.elapsed() < d {
+        std::hint::spin_loop();
+    }
+}
+
+/// Runs `main` on a fresh executor on its own thread and returns its output, or `None` when it
+/// has not finished within `RUN_DEADLINE` (the thread is then left behind, parked).
+fn run_with_deadline<T, F, Fut>(main: F) -> Option<T>
+where
+    T: Send + 'static,
+    F: FnOnce() -> Fut + Send + 'static,
+    Fut: std::future::Future<Output = T> + 'static,
+{
     let (finished, finish) = mpsc::channel();
     let executor = thread::spawn(move || {
         let ex = glommio::LocalExecutorBuilder::default()
             .make()
             .expect("executor");
-        ex.run(async move {
-            let queue = glommio::executor().create_task_queue(
-                glommio::Shares::Static(200),
-                glommio::Latency::Matters(preempt),
-                "test-latency-queue",
-            );
-            for _ in 0..rounds {
-                let spun = glommio::spawn_local_into(
-                    async move {
-                        let started = Instant::now();
-                        while started.elapsed() < work {
-                            let t = Instant::now();
-                            while t.elapsed() < spin {
-                                std::hint::spin_loop();
-                            }
-                            glommio::yield_if_needed().await;
-                        }
-                    },
-                    queue,
-                )
-                .expect("spawn");
-                // No timer of its own: only the scheduler brings the spinning task back.
-                spun.await;
-            }
-        });
-        let _ = finished.send(());
+        let out = ex.run(main());
+        let _ = finished.send(out);
     });
-    let ended = finish.recv_timeout(RUN_DEADLINE).is_ok();
-    if ended {
-        executor.join().expect("executor thread");
-    }
-    ended
+    let out = finish.recv_timeout(RUN_DEADLINE).ok()?;
+    executor.join().expect("executor thread");
+    Some(out)
+}
+
+/// A task queue whose preempt timer is `preempt`, as the shard's cleaner queue.
+fn latency_queue(preempt: Duration) -> glommio::TaskQueueHandle {
+    glommio::executor().create_task_queue(
+        glommio::Shares::Static(200),
+        glommio::Latency::Matters(preempt),
+        "test-latency-queue",
+    )
+}
+
+/// Runs `rounds` rounds, each: the main task waits (no timer) on a task in a queue whose
+/// preempt timer is `preempt`, which spins `spin_d` at a time and yields when preempted until
+/// it has spun `work`. Returns whether every round ended before `RUN_DEADLINE`.
+fn rounds_end(rounds: u32, preempt: Duration, spin_d: Duration, work: Duration) -> bool {
+    run_with_deadline(move || async move {
+        let queue = latency_queue(preempt);
+        for _ in 0..rounds {
+            let spun = glommio::spawn_local_into(
+                async move {
+                    let started = Instant::now();
+                    while started.elapsed() < work {
+                        spin(spin_d);
+                        glommio::yield_if_needed().await;
+                    }
+                },
+                queue,
+            )
+            .expect("spawn");
+            // No timer of its own: only the scheduler brings the spinning task back.
+            spun.await;
+        }
+    })
+    .is_some()
 }
 
 #[test]
@@ -75,45 +95,29 @@ fn a_preempted_executor_with_runnable_tasks_does_not_park_for_ever() {
 #[test]
 fn tasks_in_two_queues_beside_timers_all_finish() {
     // The cleaner's shape: a timer-driven task in the default queue beside a spinning one.
-    let (finished, finish) = mpsc::channel();
-    thread::spawn(move || {
-        let ex = glommio::LocalExecutorBuilder::default()
-            .make()
-            .expect("executor");
-        let ticks = ex.run(async {
-            let queue = glommio::executor().create_task_queue(
-                glommio::Shares::Static(200),
-                glommio::Latency::Matters(Duration::from_millis(2)),
-                "test-latency-queue",
-            );
-            let done = Rc::new(std::cell::Cell::new(false));
-            let stop = done.clone();
-            let spinner = glommio::spawn_local_into(
-                async move {
-                    while !stop.get() {
-                        let t = Instant::now();
-                        while t.elapsed() < Duration::from_micros(50) {
-                            std::hint::spin_loop();
-                        }
-                        glommio::yield_if_needed().await;
-                    }
-                },
-                queue,
-            )
-            .expect("spawn");
-            let mut ticks = 0u32;
-            while ticks < 300 {
-                glommio::timer::sleep(Duration::from_micros(100)).await;
-                ticks += 1;
-            }
-            done.set(true);
-            spinner.await;
-            ticks
-        });
-        let _ = finished.send(ticks);
-    });
-    let ticks = finish
-        .recv_timeout(RUN_DEADLINE)
-        .expect("the executor finished both tasks");
+    let ticks = run_with_deadline(|| async {
+        let queue = latency_queue(Duration::from_millis(2));
+        let done = Rc::new(std::cell::Cell::new(false));
+        let stop = done.clone();
+        let spinner = glommio::spawn_local_into(
+            async move {
+                while !stop.get() {
+                    spin(Duration::from_micros(50));
+                    glommio::yield_if_needed().await;
+                }
+            },
+            queue,
+        )
+        .expect("spawn");
+        let mut ticks = 0u32;
+        while ticks < 300 {
+            glommio::timer::sleep(Duration::from_micros(100)).await;
+            ticks += 1;
+        }
+        done.set(true);
+        spinner.await;
+        ticks
+    })
+    .expect("the executor finished both tasks");
     assert_eq!(ticks, 300);
 }
