@@ -13,6 +13,10 @@
 //! from the files) and also report the bytes the log copied per byte appended or read, counted
 //! by `sluice_log::io_copies`: user-space copies and the kernel's, so a change in either path
 //! shows up as a number.
+//!
+//! `crc32c` and `crc32c-sse42` time the CRC-32C every produced batch is checked with, alone:
+//! Sluice's (`sluice_protocol::crc`) against the `crc32c` crate's SSE4.2 loop it replaced, over
+//! `--append-bytes` buffers; no files.
 
 use std::cell::RefCell;
 use std::error::Error;
@@ -34,6 +38,7 @@ modes: write-uring-buffered  write-pwrite  write-pwrite-nowait  write-direct
        read-uring-buffered  read-pread  read-pread-nowait  read-direct
        log-append  log-read   (through sluice_log::Log; --files is the partition count)
        log-append-window  (log-append with the shard's page-cache window, --window-mib N, 256)
+       crc32c  crc32c-sse42  (the batch CRC alone over --append-bytes buffers, --total-mib in all)
 A read mode reads the files the last write mode left in DIR.";
 
 #[derive(Clone, Copy, PartialEq, Debug)]
@@ -50,6 +55,8 @@ enum Mode {
     LogAppendWindow,
     LogRead,
     LogSend,
+    Crc32c,
+    Crc32cSse42,
 }
 
 impl Mode {
@@ -67,6 +74,8 @@ impl Mode {
             "log-append-window" => Mode::LogAppendWindow,
             "log-read" => Mode::LogRead,
             "log-send" => Mode::LogSend,
+            "crc32c" => Mode::Crc32c,
+            "crc32c-sse42" => Mode::Crc32cSse42,
             _ => return None,
         })
     }
@@ -85,6 +94,8 @@ impl Mode {
             Mode::LogAppendWindow => "log-append-window",
             Mode::LogRead => "log-read",
             Mode::LogSend => "log-send",
+            Mode::Crc32c => "crc32c",
+            Mode::Crc32cSse42 => "crc32c-sse42",
         }
     }
 
@@ -597,6 +608,8 @@ fn run(args: &Args) -> Result<Tally> {
                         }
                         Mode::LogRead => log_read(path, read_bytes).await,
                         Mode::LogSend => log_send(path, read_bytes).await,
+                        // `main` runs these without files (`checksum_run`).
+                        Mode::Crc32c | Mode::Crc32cSse42 => Ok(Tally::default()),
                     }
                     .map_err(|e| e.to_string())?;
                     let mut total = total.borrow_mut();
@@ -667,8 +680,49 @@ fn drop_caches() -> Result<()> {
     Ok(())
 }
 
+/// Checksums `--total-mib` of `--append-bytes` buffers with the mode's CRC-32C and prints its
+/// rate and CPU per GiB; the two implementations must agree on the buffer first.
+fn checksum_run(args: &Args) -> Result<()> {
+    let buf: Vec<u8> = (0..args.append_bytes as u32)
+        .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
+        .collect();
+    if sluice_protocol::crc::crc32c(&buf) != crc32c::crc32c(&buf) {
+        return Err("the two CRC-32C implementations disagree".into());
+    }
+    let crc: fn(&[u8]) -> u32 = match args.mode {
+        Mode::Crc32c => sluice_protocol::crc::crc32c,
+        _ => crc32c::crc32c,
+    };
+    let rounds = (args.total_bytes / buf.len().max(1) as u64).max(1);
+    let before = cpu_sample()?;
+    let started = Instant::now();
+    let mut fold = 0u32;
+    for _ in 0..rounds {
+        fold ^= crc(std::hint::black_box(&buf));
+    }
+    let phase_s = started.elapsed().as_secs_f64();
+    let after = cpu_sample()?;
+    let bytes = rounds * buf.len() as u64;
+    let gib = bytes as f64 / (1u64 << 30) as f64;
+    println!(
+        "{{\"mode\":\"{}\",\"append_bytes\":{},\"bytes\":{},\"phase_s\":{:.3},\"mb_per_s\":{:.1},\
+\"process_cpu_s_per_gib\":{:.4},\"fold\":{}}}",
+        args.mode.name(),
+        args.append_bytes,
+        bytes,
+        phase_s,
+        bytes as f64 / phase_s / 1e6,
+        (after.process_s - before.process_s) / gib,
+        fold,
+    );
+    Ok(())
+}
+
 fn main() -> Result<()> {
     let args = parse_args()?;
+    if matches!(args.mode, Mode::Crc32c | Mode::Crc32cSse42) {
+        return checksum_run(&args);
+    }
     std::fs::create_dir_all(&args.dir)?;
     if args.drop_caches {
         drop_caches()?;

@@ -119,7 +119,7 @@ impl BatchWriter {
         h.put_i16(-1); // producer epoch
         h.put_i32(-1); // base sequence
         h.put_i32(self.count);
-        let crc = crc32c::crc32c(&self.buf[ATTRIBUTES_OFFSET..]);
+        let crc = sluice_protocol::crc::crc32c(&self.buf[ATTRIBUTES_OFFSET..]);
         self.buf[CRC_OFFSET..CRC_OFFSET + 4].copy_from_slice(&crc.to_be_bytes());
         self.buf.freeze()
     }

@@ -255,7 +255,7 @@ pub(crate) mod testing {
             *x = fill.wrapping_add(i as u8);
         }
         // The CRC (at 17) covers everything from `attributes` (at 21) on.
-        let crc = crc32c::crc32c(&b[21..]);
+        let crc = sluice_protocol::crc::crc32c(&b[21..]);
         b[17..21].copy_from_slice(&crc.to_be_bytes());
         b
     }

@@ -28,6 +28,7 @@
 pub mod api_key;
 pub mod apis;
 pub mod codec;
+pub mod crc;
 pub mod error;
 pub mod file_region;
 pub mod frame;

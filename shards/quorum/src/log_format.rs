@@ -37,7 +37,7 @@ pub fn encode_entry(entry: &Entry, out: &mut Vec<u8>) {
     e.put_u64(entry.term);
     e.put_u64(entry.index);
     e.put_raw(&entry.data);
-    let crc = crc32c::crc32c(&e.as_slice()[FRAME_HEADER_BYTES..]);
+    let crc = sluice_protocol::crc::crc32c(&e.as_slice()[FRAME_HEADER_BYTES..]);
     e.patch_i32(4, crc as i32);
     out.extend_from_slice(e.as_slice());
 }
@@ -100,7 +100,7 @@ fn next_frame(d: &mut Decoder) -> Option<(u8, u64, u64, Bytes)> {
         return None;
     }
     let payload = d.take_bytes(len).ok()?;
-    if crc32c::crc32c(&payload) != crc {
+    if sluice_protocol::crc::crc32c(&payload) != crc {
         return None;
     }
     // The length check above guarantees the header is there.
@@ -116,7 +116,7 @@ pub fn encode_hard_state(hard_state: &HardState) -> Vec<u8> {
     e.put_u64(hard_state.term);
     e.put_u64(hard_state.vote);
     e.put_u64(hard_state.commit);
-    let crc = crc32c::crc32c(&e.as_slice()[4..]);
+    let crc = sluice_protocol::crc::crc32c(&e.as_slice()[4..]);
     e.patch_i32(0, crc as i32);
     e.into_inner().into()
 }
@@ -126,7 +126,7 @@ pub fn decode_hard_state(bytes: &[u8]) -> Result<HardState> {
     let read = || -> std::result::Result<HardState, ProtocolError> {
         let mut d = Decoder::from_slice(bytes);
         let crc = d.u32()?;
-        if crc32c::crc32c(&d.rest()) != crc || d.u8()? != HARD_STATE_VERSION {
+        if sluice_protocol::crc::crc32c(&d.rest()) != crc || d.u8()? != HARD_STATE_VERSION {
             return Err(ProtocolError::InvalidValue("hard state CRC or version"));
         }
         let hard_state = HardState {

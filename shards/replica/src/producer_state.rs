@@ -449,8 +449,8 @@ impl ProducerStateManager {
         out.put_i16(SNAPSHOT_VERSION);
         out.put_i64(end);
         out.put_u32(count);
-        let crc = crc32c::crc32c(&out.as_slice()[SNAPSHOT_MAGIC.len()..]);
-        out.put_u32(crc32c::crc32c_append(crc, body.as_slice()));
+        let crc = sluice_protocol::crc::crc32c(&out.as_slice()[SNAPSHOT_MAGIC.len()..]);
+        out.put_u32(sluice_protocol::crc::crc32c_append(crc, body.as_slice()));
         out.put_raw(body.as_slice());
         out.into_inner().into()
     }
@@ -469,7 +469,9 @@ impl ProducerStateManager {
         let end = d.i64().ok()?;
         let count = d.u32().ok()?;
         let crc = d.u32().ok()?;
-        if crc32c::crc32c_append(crc32c::crc32c(covered), &d.rest()) != crc {
+        if sluice_protocol::crc::crc32c_append(sluice_protocol::crc::crc32c(covered), &d.rest())
+            != crc
+        {
             return None;
         }
         let mut state = ProducerStateManager::new(expiration_ms);

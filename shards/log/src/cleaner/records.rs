@@ -353,7 +353,7 @@ fn finish_header(batch: &mut [u8], records: i32) {
     batch[BATCH_LENGTH_OFFSET..BATCH_LENGTH_OFFSET + 4]
         .copy_from_slice(&batch_length.to_be_bytes());
     batch[RECORDS_COUNT_OFFSET..RECORDS_COUNT_OFFSET + 4].copy_from_slice(&records.to_be_bytes());
-    let crc = crc32c::crc32c(&batch[ATTRIBUTES_OFFSET..]);
+    let crc = sluice_protocol::crc::crc32c(&batch[ATTRIBUTES_OFFSET..]);
     batch[CRC_OFFSET..CRC_OFFSET + 4].copy_from_slice(&crc.to_be_bytes());
 }
 

@@ -223,7 +223,7 @@ pub fn parse_header(buf: &[u8]) -> Result<RecordBatchHeader, RecordBatchError> {
 
 /// CRC-32C of a whole batch's checksummed region (offset 21 to its end).
 fn compute_crc(batch: &[u8]) -> u32 {
-    crc32c::crc32c(batch.get(ATTRIBUTES_OFFSET..).unwrap_or_default())
+    crate::crc::crc32c(batch.get(ATTRIBUTES_OFFSET..).unwrap_or_default())
 }
 
 /// Checks the integrity of one batch at the start of `buf`: fully present, v2,

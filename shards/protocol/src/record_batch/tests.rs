@@ -11,7 +11,7 @@ fn batch(n: usize) -> Bytes {
 
 #[test]
 fn crc32c_is_castagnoli() {
-    assert_eq!(crc32c::crc32c(b"123456789"), 0xe306_9283);
+    assert_eq!(crate::crc::crc32c(b"123456789"), 0xe306_9283);
 }
 
 #[test]
@@ -34,7 +34,7 @@ fn builder_matches_hand_encoded_batch() {
                                                      // length 7 (zigzag 14), attrs, ts delta, offset delta, key -1 (zigzag 1),
                                                      // value len 1 (zigzag 2), 'v', no headers.
     expected.extend_from_slice(&[0x0e, 0, 0, 0, 0x01, 0x02, b'v', 0]);
-    let crc = crc32c::crc32c(&expected[21..]);
+    let crc = crate::crc::crc32c(&expected[21..]);
     expected[17..21].copy_from_slice(&crc.to_be_bytes());
     assert_eq!(&built[..], &expected[..]);
 }
@@ -102,7 +102,7 @@ fn header_rules() {
     ));
     // Unknown codec and bad offset range, with the CRC fixed up so only the rule fires.
     let fix = |m: &mut Vec<u8>| {
-        let crc = crc32c::crc32c(&m[21..]);
+        let crc = crate::crc::crc32c(&m[21..]);
         m[17..21].copy_from_slice(&crc.to_be_bytes());
     };
     let mut m = batch(2).to_vec();
