@@ -40,6 +40,15 @@ impl Clock {
         self.origin_unix_us + t.saturating_duration_since(self.origin).as_micros() as u64
     }
 
+    /// The clock of a run that ended at `t`, before its planned end (a fill of `--records`
+    /// records): its measured window ends there, so rates are over the time the run took.
+    pub fn ended_at(mut self, t: Instant) -> Clock {
+        if t < self.end {
+            self.end = t.max(self.measure);
+        }
+        self
+    }
+
     /// Seconds measured.
     pub fn measured_s(&self) -> f64 {
         self.end
@@ -50,5 +59,27 @@ impl Clock {
     /// Is `t` inside the measured window?
     pub fn in_window(&self, t: Instant) -> bool {
         t >= self.measure && t <= self.end
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_run_that_ends_early_measures_the_time_it_took() {
+        let clock = Clock::new(Duration::ZERO, Duration::ZERO, Duration::from_secs(600));
+        let early = clock.ended_at(clock.measure + Duration::from_secs(6));
+        assert!((early.measured_s() - 6.0).abs() < 1e-9);
+        // An end past the planned one, or before the measurement began, changes nothing or
+        // leaves an empty window.
+        let late = clock.ended_at(clock.end + Duration::from_secs(1));
+        assert!((late.measured_s() - 600.0).abs() < 1e-9);
+        let warm = Clock::new(
+            Duration::ZERO,
+            Duration::from_secs(5),
+            Duration::from_secs(60),
+        );
+        assert_eq!(warm.ended_at(warm.start).measured_s(), 0.0);
     }
 }

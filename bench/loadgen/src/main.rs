@@ -357,6 +357,12 @@ fn run(a: &Args) -> Result<(Json, bool)> {
     if !a.until_end && a.records == 0 {
         let _ = marker.join();
     }
+    // A fill ends when its records are acknowledged, long before `--duration` (its time limit).
+    let clock = if a.records > 0 {
+        clock.ended_at(Instant::now())
+    } else {
+        clock
+    };
     if a.delete_after {
         if let Err(e) = admin.delete_topic(&a.topic) {
             fatal.push(format!("deleting the topic: {e}"));
