@@ -1,9 +1,9 @@
 //! CRC-32C (Castagnoli), the checksum of Kafka's v2 record batches, and the one Sluice's own
 //! files use. Computed by `crc-fast`, which folds with carry-less multiplies (AVX-512
 //! VPCLMULQDQ where the CPU has it) beside the SSE4.2 `crc32` instruction: on the bench host
-//! ~50 GB/s on a 131,000-byte batch against ~14 GB/s for the `crc32c` crate's three-way
-//! `crc32` loop, whose CRC was 5–8 % of the broker's samples under produce (ARCHITECTURE.md,
-//! decision table).
+//! 72.7 GB/s on a 131,000-byte batch against 15.4 GB/s for the `crc32c` crate's three-way
+//! `crc32` loop (`bench/iopath/run --crc`), whose CRC was 5–8 % of the broker's samples under
+//! produce (ARCHITECTURE.md, decision table).
 
 use crc_fast::{CrcAlgorithm, Digest};
 
