@@ -224,6 +224,12 @@ impl Source {
         })
     }
 
+    /// Sluice: whether the kernel answered this source (its completion was consumed), without
+    /// the latency accounting `result` does.
+    pub(crate) fn has_result(&self) -> bool {
+        self.inner.borrow().wakers.result.is_some()
+    }
+
     pub(crate) fn result(&self) -> Option<io::Result<usize>> {
         let mut inner = self.inner.borrow_mut();
         let ret = inner
