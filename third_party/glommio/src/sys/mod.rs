@@ -306,6 +306,10 @@ impl SleepNotifier {
     }
 
     pub(crate) fn notify(&self, force: bool) {
+        // Sluice: pairs with the fence an executor issues after `prepare_to_sleep` (uring.rs,
+        // `wait`): what was published before this call is seen by the sleeper's last sweep of
+        // its channels, or the sleeper's `should_notify` is seen here.
+        std::sync::atomic::fence(Ordering::SeqCst);
         if self
             .should_notify
             .compare_exchange(true, false, Ordering::Relaxed, Ordering::Relaxed)

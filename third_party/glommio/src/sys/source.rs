@@ -135,6 +135,14 @@ pub(crate) struct InnerSource {
 }
 
 impl InnerSource {
+    /// Sluice: whether this source's queue, submit and completion times are wanted (only by
+    /// the latency collection of `record_io_latencies`); the reactor reads the clock for them
+    /// only then, where upstream read it per source and per submission pass.
+    pub(crate) fn collects_latency(&self) -> bool {
+        self.stats_collection
+            .is_some_and(|stats| stats.latency.is_some())
+    }
+
     pub(crate) fn update_source_type(&mut self, source_type: SourceType) -> SourceType {
         std::mem::replace(&mut self.source_type, source_type)
     }
