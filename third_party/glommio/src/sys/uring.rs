@@ -1225,8 +1225,8 @@ pub(crate) struct Reactor {
     poll_ring: RefCell<PollRing>,
 
     latency_preemption_timeout_src: Cell<Option<Source>>,
-    // Sluice: when the latency ring's timer above fires, so a pending one that fires no later
-    // than a new preempt timer would is kept instead of cancelled and armed again.
+    // Sluice: when the latency ring's timer above is due, so that `wait` can keep a pending
+    // one that fires no later than a new preempt timer would, instead of re-arming it.
     latency_preemption_deadline: Cell<Option<Instant>>,
     throughput_preemption_timeout_src: Cell<Option<Source>>,
 
@@ -1725,13 +1725,6 @@ impl Reactor {
         }
     }
 
-    /// We want to go to sleep, but we can only go to sleep in one of the rings,
-    /// as we only have one thread. There are more than one sleepable rings, so
-    /// what we do is we take advantage of the fact that the ring's `ring_fd` is
-    /// pollable and register a `POLL_ADD` event into the ring we will wait on.
-    ///
-    /// We may not be able to register an `SQE` at this point, so we return an
-    /// Error and will just not sleep.
     /// Sluice: whether the timer in `src` is armed and has not fired yet.
     fn pending(src: &Cell<Option<Source>>) -> bool {
         let source = src.take();
@@ -1740,6 +1733,13 @@ impl Reactor {
         pending
     }
 
+    /// We want to go to sleep, but we can only go to sleep in one of the rings,
+    /// as we only have one thread. There are more than one sleepable rings, so
+    /// what we do is we take advantage of the fact that the ring's `ring_fd` is
+    /// pollable and register a `POLL_ADD` event into the ring we will wait on.
+    ///
+    /// We may not be able to register an `SQE` at this point, so we return an
+    /// Error and will just not sleep.
     fn link_rings_and_sleep(&self, ring: &mut SleepableRing) -> io::Result<()> {
         let link_rings = Source::new(
             IoRequirements::default(),
