@@ -785,6 +785,50 @@ fn timed_out_append_waits_leave_nothing_behind() {
     });
 }
 
+/// `read_for_send_now` answers without I/O exactly what `read_for_send` would answer from the
+/// tail cache, a read at the limit, or an offset out of range; a read the tail cache does not
+/// reach back to is left to `read_for_send` (`None`).
+#[test]
+fn read_for_send_now_answers_only_what_needs_no_file_read() {
+    run(|| async {
+        let config = LogConfig {
+            tail_cache_bytes: 10_000,
+            ..LogConfig::default()
+        };
+        let log = Log::open(test_dir("read-now"), config).await.unwrap();
+        for _ in 0..20 {
+            log.append(&batches(&[2], 1000)).await.unwrap();
+        }
+        let end = log.log_end_offset();
+        assert_eq!(end, 40);
+        // The newest appends are cached: the same bytes as the ordinary read.
+        for start in [end - 4, end - 3, end - 1] {
+            let now = log.read_for_send_now(start, 1 << 20, true, None);
+            let Some(Ok(Records::Memory(now))) = now else {
+                panic!("offset {start}: answered from the tail cache");
+            };
+            let read = log.read(start, 1 << 20, true, None).await.unwrap();
+            assert_eq!(now, read.records, "offset {start}");
+        }
+        // At the end, or at the limit: nothing, now.
+        for (start, limit) in [(end, None), (10, Some(10))] {
+            let now = log.read_for_send_now(start, 1 << 20, true, limit);
+            assert!(
+                matches!(now, Some(Ok(Records::Memory(ref b))) if b.is_empty()),
+                "offset {start}"
+            );
+        }
+        // Older than the tail cache holds: the files, later.
+        assert!(log.read_for_send_now(0, 1 << 20, true, None).is_none());
+        // Past the end: the error the ordinary read gives.
+        assert!(matches!(
+            log.read_for_send_now(end + 1, 1 << 20, true, None),
+            Some(Err(LogError::OffsetOutOfRange { .. }))
+        ));
+        log.delete().await.unwrap();
+    });
+}
+
 /// `read_for_send` answers a read the page cache holds and the scan read does not already
 /// cover as a region of the segment file holding exactly the bytes `read` answers (whole
 /// batches, cut at `max_bytes` and at the limit); logs of tiny batches come back in memory.

@@ -17,7 +17,7 @@ mod topic_config;
 
 pub use error::ReplicaError;
 pub use partition::{
-    ActiveProducer, FetchPartitionData, FollowerFetchRequest, FollowerFetchResult,
+    ActiveProducer, ConsumerRead, FetchPartitionData, FollowerFetchRequest, FollowerFetchResult,
     FollowerFetchState, OffsetAndTimestamp, Partition, PartitionLogDirInfo, ReadReplicaView, Role,
 };
 pub use producer_state::{

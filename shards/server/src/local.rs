@@ -13,9 +13,9 @@ use sluice_protocol::messages::list_offsets::{
 };
 use sluice_protocol::{frame_bytes_held, MemoryRecords};
 use sluice_replica::{
-    log_config_with_overrides, ActiveProducer, FetchPartitionData, FollowerFetchRequest,
-    LogAppendInfo, OffsetAndTimestamp, Partition, PartitionLogDirInfo, ReplicaError,
-    TopicIdPartition,
+    log_config_with_overrides, ActiveProducer, ConsumerRead, FetchPartitionData,
+    FollowerFetchRequest, LogAppendInfo, OffsetAndTimestamp, Partition, PartitionLogDirInfo,
+    ReplicaError, TopicIdPartition,
 };
 use sluice_shard::{FetchPartitionRequest, MetadataImage, ProducePartition, WaitFor};
 use tracing::{error, info};
@@ -77,63 +77,109 @@ pub async fn produce(
 }
 
 /// Reads from each partition: a consumer up to the high watermark, a follower up to the log
-/// end (its fetch also counts towards the high watermark and the ISR).
+/// end (its fetch also counts towards the high watermark and the ISR). A consumer's read that
+/// needs no file I/O (nothing new, or records in the tail cache) is answered in place; only
+/// the others become futures. With 1,000 partitions most of a fetch's partitions are of the
+/// first kind, and a boxed future each cost more than the read.
 pub async fn fetch(
     ctx: &ShardContext,
     partitions: Vec<FetchPartitionRequest>,
 ) -> Vec<Result<FetchPartitionData, ReplicaError>> {
-    let reads = partitions.into_iter().map(|request| async move {
-        let partition = ctx.replicas.hosted(&request.tp)?;
-        let Some(replica) = request.replica else {
-            if !request.read_replica_candidates.is_empty() {
-                if let Some(data) = preferred_read_replica(&partition, &request)? {
-                    return Ok(data);
-                }
-            }
-            return partition
-                .read_records(
-                    request.fetch_offset,
-                    request.max_bytes,
-                    request.min_one_message,
-                    request.current_leader_epoch,
-                    request.fetch_only_leader,
-                )
-                .await;
-        };
-        let result = partition
-            .fetch_for_follower(FollowerFetchRequest {
-                replica_id: replica.replica_id,
-                broker_epoch: replica.broker_epoch,
-                fetch_offset: request.fetch_offset,
-                last_fetched_epoch: replica.last_fetched_epoch,
-                current_leader_epoch: request.current_leader_epoch,
-                log_start_offset: replica.log_start_offset,
-                max_bytes: request.max_bytes,
-            })
-            .await?;
-        if let Some(alter) = result.alter_partition {
-            replication::send_alter_partition(&ctx.core, partition.clone(), alter);
+    let mut results: Vec<Option<Result<FetchPartitionData, ReplicaError>>> =
+        Vec::with_capacity(partitions.len());
+    let mut waiting = Vec::new();
+    for (slot, request) in partitions.into_iter().enumerate() {
+        let now = read_now(ctx, &request);
+        if now.is_none() {
+            waiting.push((slot, request));
         }
-        let mut records = result.records;
-        if leader_throttled(ctx, &partition, replica.replica_id) {
-            // Kafka's `shouldLeaderThrottle`: over the rate, a throttled replica out of the
-            // ISR gets nothing this time (its fetch state was still taken above).
-            let now = Instant::now();
-            if ctx.core.throttles.leader.is_exceeded(now) {
-                records = Default::default();
-            } else {
-                ctx.core.throttles.leader.record(records.len(), now);
+        results.push(now);
+    }
+    if !waiting.is_empty() {
+        let reads = waiting
+            .into_iter()
+            .map(|(slot, request)| async move { (slot, fetch_one(ctx, request).await) });
+        for (slot, result) in join_all(reads.collect()).await {
+            results[slot] = Some(result);
+        }
+    }
+    results
+        .into_iter()
+        .map(|r| r.expect("every partition is read now or by its future"))
+        .collect()
+}
+
+/// A consumer's read of a partition when it needs no I/O; `None` for a follower's fetch, a
+/// read that may name a preferred read replica, or one that goes to the segment files.
+fn read_now(
+    ctx: &ShardContext,
+    request: &FetchPartitionRequest,
+) -> Option<Result<FetchPartitionData, ReplicaError>> {
+    if request.replica.is_some() || !request.read_replica_candidates.is_empty() {
+        return None;
+    }
+    let partition = match ctx.replicas.hosted(&request.tp) {
+        Ok(partition) => partition,
+        Err(error) => return Some(Err(error)),
+    };
+    partition.read_records_now(&consumer_read(request))
+}
+
+fn consumer_read(request: &FetchPartitionRequest) -> ConsumerRead {
+    ConsumerRead {
+        fetch_offset: request.fetch_offset,
+        max_bytes: request.max_bytes,
+        min_one_message: request.min_one_message,
+        current_leader_epoch: request.current_leader_epoch,
+        fetch_only_leader: request.fetch_only_leader,
+    }
+}
+
+async fn fetch_one(
+    ctx: &ShardContext,
+    request: FetchPartitionRequest,
+) -> Result<FetchPartitionData, ReplicaError> {
+    let partition = ctx.replicas.hosted(&request.tp)?;
+    let Some(replica) = request.replica else {
+        if !request.read_replica_candidates.is_empty() {
+            if let Some(data) = preferred_read_replica(&partition, &request)? {
+                return Ok(data);
             }
         }
-        Ok(FetchPartitionData {
-            records: records.into(),
-            high_watermark: result.high_watermark,
-            log_start_offset: result.log_start_offset,
-            diverging_epoch: result.diverging_epoch,
-            preferred_read_replica: None,
+        return partition.read_records(consumer_read(&request)).await;
+    };
+    let result = partition
+        .fetch_for_follower(FollowerFetchRequest {
+            replica_id: replica.replica_id,
+            broker_epoch: replica.broker_epoch,
+            fetch_offset: request.fetch_offset,
+            last_fetched_epoch: replica.last_fetched_epoch,
+            current_leader_epoch: request.current_leader_epoch,
+            log_start_offset: replica.log_start_offset,
+            max_bytes: request.max_bytes,
         })
-    });
-    join_all(reads.collect()).await
+        .await?;
+    if let Some(alter) = result.alter_partition {
+        replication::send_alter_partition(&ctx.core, partition.clone(), alter);
+    }
+    let mut records = result.records;
+    if leader_throttled(ctx, &partition, replica.replica_id) {
+        // Kafka's `shouldLeaderThrottle`: over the rate, a throttled replica out of the
+        // ISR gets nothing this time (its fetch state was still taken above).
+        let now = Instant::now();
+        if ctx.core.throttles.leader.is_exceeded(now) {
+            records = Default::default();
+        } else {
+            ctx.core.throttles.leader.record(records.len(), now);
+        }
+    }
+    Ok(FetchPartitionData {
+        records: records.into(),
+        high_watermark: result.high_watermark,
+        log_start_offset: result.log_start_offset,
+        diverging_epoch: result.diverging_epoch,
+        preferred_read_replica: None,
+    })
 }
 
 /// KIP-392 on the leader: when a follower in the consumer's rack may serve it, the answer

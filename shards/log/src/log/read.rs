@@ -94,35 +94,66 @@ impl Log {
         self.read_records(start_offset, read, max_offset).await
     }
 
+    /// [`Log::read_for_send`] when it needs no file I/O: `Some` answers an offset out of range,
+    /// a read at the end, or one the tail cache holds; `None` means the read goes to the
+    /// segment files. A fetch of many caught-up partitions answers them all this way, without
+    /// a future per partition.
+    pub fn read_for_send_now(
+        &self,
+        start_offset: i64,
+        max_bytes: usize,
+        min_one_message: bool,
+        max_offset: Option<i64>,
+    ) -> Option<Result<Records, LogError>> {
+        let read = ReadShape {
+            max_bytes,
+            min_one: min_one_message,
+            region_ok: true,
+        };
+        match self.read_without_io(start_offset, read, max_offset) {
+            Ok(Ok(records)) => Some(Ok(records)),
+            Ok(Err(_limit)) => None,
+            Err(error) => Some(Err(error)),
+        }
+    }
+
     async fn read_records(
         &self,
         start_offset: i64,
         read: ReadShape,
         max_offset: Option<i64>,
     ) -> Result<Records, LogError> {
-        let limit = {
-            let st = self.state.borrow();
-            if start_offset < st.log_start_offset || start_offset > st.log_end_offset {
-                return Err(LogError::OffsetOutOfRange {
-                    offset: start_offset,
-                    log_start_offset: st.log_start_offset,
-                    log_end_offset: st.log_end_offset,
-                });
-            }
-            let limit =
-                max_offset.map_or(st.readable_end.offset, |m| m.min(st.readable_end.offset));
-            if start_offset >= limit {
-                return Ok(Records::Memory(Bytes::new()));
-            }
-            if let Some(hit) = st
-                .tail_cache
-                .read(start_offset, limit, read.max_bytes, read.min_one)
-            {
-                return Ok(Records::Memory(hit));
-            }
-            limit
-        };
-        self.read_from_segments(start_offset, limit, read).await
+        match self.read_without_io(start_offset, read, max_offset)? {
+            Ok(records) => Ok(records),
+            Err(limit) => self.read_from_segments(start_offset, limit, read).await,
+        }
+    }
+
+    /// The part of a read that needs no I/O: `Ok(records)` when the answer is known here,
+    /// `Err(limit)` (the offset the read stops before) when it must go to the files.
+    fn read_without_io(
+        &self,
+        start_offset: i64,
+        read: ReadShape,
+        max_offset: Option<i64>,
+    ) -> Result<Result<Records, i64>, LogError> {
+        let st = self.state.borrow();
+        if start_offset < st.log_start_offset || start_offset > st.log_end_offset {
+            return Err(LogError::OffsetOutOfRange {
+                offset: start_offset,
+                log_start_offset: st.log_start_offset,
+                log_end_offset: st.log_end_offset,
+            });
+        }
+        let limit = max_offset.map_or(st.readable_end.offset, |m| m.min(st.readable_end.offset));
+        if start_offset >= limit {
+            return Ok(Ok(Records::Memory(Bytes::new())));
+        }
+        Ok(st
+            .tail_cache
+            .read(start_offset, limit, read.max_bytes, read.min_one)
+            .map(Records::Memory)
+            .ok_or(limit))
     }
 
     /// File read path: the segment holding `start`, and the next ones if it

@@ -51,6 +51,19 @@ pub struct Partition {
     role_waiter_next: Cell<u64>,
 }
 
+/// A consumer's read of one partition: the fetch's fields for it, and Kafka's
+/// `FetchParams.fetchOnlyLeader` (a consumer without client metadata, before Fetch v11, reads
+/// leaders only; otherwise a follower serves the read too, KIP-392).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ConsumerRead {
+    pub fetch_offset: i64,
+    pub max_bytes: usize,
+    pub min_one_message: bool,
+    /// -1: any epoch.
+    pub current_leader_epoch: i32,
+    pub fetch_only_leader: bool,
+}
+
 /// What a fetch read from one partition.
 #[derive(Debug)]
 pub struct FetchPartitionData {
@@ -413,12 +426,74 @@ impl Partition {
     /// (KIP-392), bounded by its own high watermark.
     pub async fn read_records(
         &self,
-        fetch_offset: i64,
-        max_bytes: usize,
-        min_one_message: bool,
-        current_leader_epoch: i32,
-        fetch_only_leader: bool,
+        read: ConsumerRead,
     ) -> Result<FetchPartitionData, ReplicaError> {
+        let (high_watermark, log_start_offset) = self.consumer_read_bounds(&read)?;
+        let records = if read.fetch_offset >= high_watermark {
+            Records::default()
+        } else {
+            self.log
+                .read_for_send(
+                    read.fetch_offset,
+                    read.max_bytes,
+                    read.min_one_message,
+                    Some(high_watermark),
+                )
+                .await
+                .map_err(out_of_range_or_storage)?
+        };
+        Ok(FetchPartitionData {
+            records,
+            high_watermark,
+            log_start_offset,
+            diverging_epoch: None,
+            preferred_read_replica: None,
+        })
+    }
+
+    /// [`Partition::read_records`] when it needs no file I/O (an error, nothing new, or
+    /// records the log's tail cache holds); `None`: call `read_records`.
+    pub fn read_records_now(
+        &self,
+        read: &ConsumerRead,
+    ) -> Option<Result<FetchPartitionData, ReplicaError>> {
+        let (high_watermark, log_start_offset) = match self.consumer_read_bounds(read) {
+            Ok(bounds) => bounds,
+            Err(error) => return Some(Err(error)),
+        };
+        let records = if read.fetch_offset >= high_watermark {
+            Ok(Records::default())
+        } else {
+            self.log.read_for_send_now(
+                read.fetch_offset,
+                read.max_bytes,
+                read.min_one_message,
+                Some(high_watermark),
+            )?
+        };
+        Some(
+            records
+                .map(|records| FetchPartitionData {
+                    records,
+                    high_watermark,
+                    log_start_offset,
+                    diverging_epoch: None,
+                    preferred_read_replica: None,
+                })
+                .map_err(out_of_range_or_storage),
+        )
+    }
+
+    /// What a consumer's read is checked against before any record is read: the log has not
+    /// failed, this replica may serve it in the epoch named, and the offset is within
+    /// `[log start, end]`. Returns the high watermark and the log start offset.
+    fn consumer_read_bounds(&self, read: &ConsumerRead) -> Result<(i64, i64), ReplicaError> {
+        let ConsumerRead {
+            fetch_offset,
+            current_leader_epoch,
+            fetch_only_leader,
+            ..
+        } = *read;
         // A failed log never moves again: answer KAFKA_STORAGE_ERROR (an offline partition, in
         // Kafka's terms) rather than let a long poll wait on it.
         if let Some(error) = self.log.failure() {
@@ -454,26 +529,7 @@ impl Partition {
                 log_end_offset: end,
             });
         }
-        let records = if fetch_offset >= high_watermark {
-            Records::default()
-        } else {
-            self.log
-                .read_for_send(
-                    fetch_offset,
-                    max_bytes,
-                    min_one_message,
-                    Some(high_watermark),
-                )
-                .await
-                .map_err(out_of_range_or_storage)?
-        };
-        Ok(FetchPartitionData {
-            records,
-            high_watermark,
-            log_start_offset,
-            diverging_epoch: None,
-            preferred_read_replica: None,
-        })
+        Ok((high_watermark, log_start_offset))
     }
 
     /// Reads whole batches from `fetch_offset` up to the log end, committed or not (Kafka's

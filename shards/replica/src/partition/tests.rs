@@ -230,7 +230,7 @@ fn a_waiting_produce_fails_when_leadership_moves() {
             Err(ReplicaError::NotLeaderOrFollower)
         ));
         assert!(matches!(
-            leader.read_records(0, 1024, true, -1, true).await,
+            leader.read_records(consumer_read(0, 1024, -1, true)).await,
             Err(ReplicaError::NotLeaderOrFollower)
         ));
     });
@@ -359,18 +359,22 @@ fn a_follower_serves_consumers_up_to_its_own_high_watermark() {
         assert_eq!(follower.log_end_offset(), 3);
         assert_eq!(follower.high_watermark(), 0);
         let pending = follower
-            .read_records(0, 1 << 20, true, 1, false)
+            .read_records(consumer_read(0, 1 << 20, 1, false))
             .await
             .expect("follower read");
         assert!(pending.records.is_empty(), "nothing committed here yet");
         // Past the follower's log end: out of range.
         assert!(matches!(
-            follower.read_records(4, 1 << 20, true, 1, false).await,
+            follower
+                .read_records(consumer_read(4, 1 << 20, 1, false))
+                .await,
             Err(ReplicaError::OffsetOutOfRange { .. })
         ));
         // A consumer without client metadata (before Fetch v11) reads leaders only.
         assert!(matches!(
-            follower.read_records(0, 1 << 20, true, 1, true).await,
+            follower
+                .read_records(consumer_read(0, 1 << 20, 1, true))
+                .await,
             Err(ReplicaError::NotLeaderOrFollower)
         ));
         // A stale or newer leader epoch is refused as on the leader.
@@ -378,7 +382,10 @@ fn a_follower_serves_consumers_up_to_its_own_high_watermark() {
             (0, sluice_protocol::ErrorCode::FENCED_LEADER_EPOCH),
             (2, sluice_protocol::ErrorCode::UNKNOWN_LEADER_EPOCH),
         ] {
-            match follower.read_records(0, 1 << 20, true, epoch, false).await {
+            match follower
+                .read_records(consumer_read(0, 1 << 20, epoch, false))
+                .await
+            {
                 Err(ReplicaError::Replication(e)) => assert_eq!(e.error_code(), code),
                 other => panic!("epoch {epoch}: expected {code:?}, got {other:?}"),
             }
@@ -388,7 +395,7 @@ fn a_follower_serves_consumers_up_to_its_own_high_watermark() {
         fetch_once(&leader, &follower).await;
         assert_eq!(follower.high_watermark(), 3);
         let read = follower
-            .read_records(0, 1 << 20, true, -1, false)
+            .read_records(consumer_read(0, 1 << 20, -1, false))
             .await
             .expect("follower read");
         assert_eq!(read.records, Records::Memory(all_records(&leader).await));
@@ -408,4 +415,20 @@ fn a_follower_serves_consumers_up_to_its_own_high_watermark() {
             .expect("same epoch");
         assert!(leader.read_replica_views(&[FOLLOWER], 0).is_empty());
     });
+}
+
+/// A consumer's read of one whole batch at least.
+fn consumer_read(
+    fetch_offset: i64,
+    max_bytes: usize,
+    current_leader_epoch: i32,
+    fetch_only_leader: bool,
+) -> ConsumerRead {
+    ConsumerRead {
+        fetch_offset,
+        max_bytes,
+        min_one_message: true,
+        current_leader_epoch,
+        fetch_only_leader,
+    }
 }
