@@ -86,11 +86,7 @@ impl Log {
         min_one_message: bool,
         max_offset: Option<i64>,
     ) -> Result<Records, LogError> {
-        let read = ReadShape {
-            max_bytes,
-            min_one: min_one_message,
-            region_ok: true,
-        };
+        let read = ReadShape::for_send(max_bytes, min_one_message);
         self.read_records(start_offset, read, max_offset).await
     }
 
@@ -105,11 +101,7 @@ impl Log {
         min_one_message: bool,
         max_offset: Option<i64>,
     ) -> Option<Result<Records, LogError>> {
-        let read = ReadShape {
-            max_bytes,
-            min_one: min_one_message,
-            region_ok: true,
-        };
+        let read = ReadShape::for_send(max_bytes, min_one_message);
         match self.read_without_io(start_offset, read, max_offset) {
             Ok(Ok(records)) => Some(Ok(records)),
             Ok(Err(_limit)) => None,
@@ -395,6 +387,17 @@ struct ReadShape {
     max_bytes: usize,
     min_one: bool,
     region_ok: bool,
+}
+
+impl ReadShape {
+    /// A read for a response: a file region where the page cache holds it.
+    fn for_send(max_bytes: usize, min_one: bool) -> Self {
+        Self {
+            max_bytes,
+            min_one,
+            region_ok: true,
+        }
+    }
 }
 
 /// Where a region answer from `found` ends: the end of its last whole batch within `len`

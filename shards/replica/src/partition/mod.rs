@@ -81,6 +81,19 @@ pub struct FetchPartitionData {
     pub preferred_read_replica: Option<i32>,
 }
 
+impl FetchPartitionData {
+    /// A consumer's read: records up to the high watermark, no replication fields.
+    fn consumed(records: Records, high_watermark: i64, log_start_offset: i64) -> Self {
+        Self {
+            records,
+            high_watermark,
+            log_start_offset,
+            diverging_epoch: None,
+            preferred_read_replica: None,
+        }
+    }
+}
+
 /// One partition's log as DescribeLogDirs reports it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PartitionLogDirInfo {
@@ -442,13 +455,11 @@ impl Partition {
                 .await
                 .map_err(out_of_range_or_storage)?
         };
-        Ok(FetchPartitionData {
+        Ok(FetchPartitionData::consumed(
             records,
             high_watermark,
             log_start_offset,
-            diverging_epoch: None,
-            preferred_read_replica: None,
-        })
+        ))
     }
 
     /// [`Partition::read_records`] when it needs no file I/O (an error, nothing new, or
@@ -473,12 +484,8 @@ impl Partition {
         };
         Some(
             records
-                .map(|records| FetchPartitionData {
-                    records,
-                    high_watermark,
-                    log_start_offset,
-                    diverging_epoch: None,
-                    preferred_read_replica: None,
+                .map(|records| {
+                    FetchPartitionData::consumed(records, high_watermark, log_start_offset)
                 })
                 .map_err(out_of_range_or_storage),
         )

@@ -1,0 +1,33 @@
+# Sourced by the bench/ab scripts: one fresh Sluice broker per run, and the bench's load
+# generator client settings.
+#
+#   start_broker BINARY DIR PARTITIONS     starts BINARY on DIR/data with the bench's broker
+#                                          settings (PORT, default 19092; SHARDS, default 2;
+#                                          EXTRA="key = value" adds a TOML line), waits until it
+#                                          is ready and sets PID; it is killed when the script
+#                                          exits.
+# shellcheck shell=bash
+
+PORT=${PORT:-19092}
+# The load generator's client settings: those of the Java producer and consumer in bench/run.
+COMMON="--batch-bytes 131072 --linger-ms 5 --max-in-flight 5 --max-request-bytes 1048576 --buffer-bytes 33554432 --fetch-max-wait-ms 500 --fetch-min-bytes 1 --fetch-max-bytes 52428800 --partition-max-bytes 1048576"
+
+start_broker() {
+  local bin=$1 dir=$2 partitions=$3
+  rm -rf "$dir"; mkdir -p "$dir/data"
+  cat > "$dir/sluice.toml" <<T
+listeners = "PLAINTEXT://127.0.0.1:$PORT"
+log.dirs = "$dir/data"
+num.partitions = $partitions
+log.segment.bytes = 1073741824
+log.flush.interval.messages = 9223372036854775807
+group.initial.rebalance.delay.ms = 0
+sluice.shards = ${SHARDS:-2}
+${EXTRA:-}
+T
+  "$bin" --config "$dir/sluice.toml" > "$dir/log" 2>&1 &
+  PID=$!
+  # shellcheck disable=SC2064
+  trap "kill $PID 2>/dev/null || true" EXIT
+  for _ in $(seq 100); do grep -qi ready "$dir/log" && break; sleep 0.1; done
+}
