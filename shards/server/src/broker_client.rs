@@ -6,23 +6,15 @@
 use std::io;
 use std::time::Duration;
 
-use bytes::BytesMut;
 use glommio::net::TcpStream;
 use sluice_protocol::apis::{RequestBody, ResponseBody};
-use sluice_protocol::frame::split_frame;
 use sluice_protocol::header::RequestHeader;
 use sluice_protocol::request::{decode_response, encode_request};
 use sluice_protocol::ProtocolError;
 use sluice_protocol::Segment;
 
+use crate::frame_buffer::{FillError, FrameBuffer};
 use crate::socket_io;
-
-/// Bytes read per system call at least (a Fetch response is often far larger).
-const READ_CHUNK_BYTES: usize = 64 * 1024;
-
-/// A read buffer larger than this is let go once empty, so that one large response does not
-/// pin its size for the connection's life (as `connection.rs` does for requests).
-const READ_BUFFER_RETAINED_BYTES: usize = 1 << 20;
 
 /// Why a request to another broker failed; the connection is unusable after any of them.
 #[derive(Debug, thiserror::Error)]
@@ -55,10 +47,10 @@ pub enum BrokerClientError {
 /// One connection to a broker's client listener.
 pub struct BrokerConnection {
     stream: TcpStream,
-    buf: BytesMut,
+    /// Responses as they are read; a Fetch response's records are pieces of its frame.
+    frames: FrameBuffer,
     client_id: String,
     correlation_id: i32,
-    frame_max_bytes: usize,
 }
 
 impl BrokerConnection {
@@ -83,10 +75,9 @@ impl BrokerConnection {
         socket_io::set_keepalive(&stream)?;
         Ok(BrokerConnection {
             stream,
-            buf: BytesMut::new(),
+            frames: FrameBuffer::new(frame_max_bytes),
             client_id,
             correlation_id: 0,
-            frame_max_bytes,
         })
     }
 
@@ -117,17 +108,18 @@ impl BrokerConnection {
             correlation_id: self.correlation_id,
             client_id: Some(self.client_id.clone()),
         };
-        if self.buf.is_empty() && self.buf.capacity() > READ_BUFFER_RETAINED_BYTES {
-            self.buf = BytesMut::new();
-        }
         let frame = Segment::Bytes(encode_request(&header, &body).freeze());
         socket_io::write_segments(&mut self.stream, std::slice::from_ref(&frame)).await?;
         let frame = loop {
-            if let Some(frame) = split_frame(&mut self.buf, self.frame_max_bytes)? {
-                break frame;
+            if let Some(frame) = self.frames.take_frame()? {
+                break frame.freeze();
             }
-            let wanted = self.wanted_bytes();
-            if socket_io::read_into(&self.stream, &mut self.buf, wanted).await? == 0 {
+            let read = match self.frames.fill(&self.stream).await {
+                Ok(read) => read,
+                Err(FillError::Io(error)) => return Err(error.into()),
+                Err(FillError::Frame(error)) => return Err(error.into()),
+            };
+            if read == 0 {
                 return Err(BrokerClientError::Closed);
             }
         };
@@ -142,20 +134,6 @@ impl BrokerConnection {
             return Err(BrokerClientError::WrongApi);
         }
         Ok(response)
-    }
-
-    /// Reserve for the rest of the frame being read (its size is known once 4 bytes are in),
-    /// at least a chunk.
-    fn wanted_bytes(&self) -> usize {
-        match self.buf.get(..4) {
-            Some(&[a, b, c, d]) => {
-                let size = usize::try_from(i32::from_be_bytes([a, b, c, d])).unwrap_or(0);
-                (4 + size.min(self.frame_max_bytes))
-                    .saturating_sub(self.buf.len())
-                    .max(READ_CHUNK_BYTES)
-            }
-            _ => READ_CHUNK_BYTES,
-        }
     }
 }
 

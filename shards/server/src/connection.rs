@@ -28,25 +28,20 @@ use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, IntoRawFd, OwnedFd};
 use std::rc::Rc;
 use std::time::Duration;
 
-use bytes::{Buf, BufMut, Bytes, BytesMut};
+use bytes::{BufMut, Bytes, BytesMut};
 use futures_lite::AsyncWriteExt;
 use glommio::net::TcpStream;
 use glommio::timer::Timer;
-use sluice_protocol::Segment;
+use sluice_protocol::{ProtocolError, Segment};
 use sluice_shard::{ConnectionHandoff, ShardId, ShardMessage};
 use tracing::{debug, info, warn};
 
 use crate::context::ShardContext;
 use crate::dispatch::{dispatch, Outcome};
 use crate::fetch_home::{self, FetchHome};
+use crate::frame_buffer::{FillError, FrameBuffer};
 use crate::group_router::{self, ConnectionHome};
 use crate::socket_io;
-
-/// Read buffer growth step; large frames are read in as few system calls as their size allows.
-const READ_CHUNK_BYTES: usize = 64 * 1024;
-/// Read-buffer capacity kept between requests; a larger one (left by a large frame) is
-/// dropped once empty.
-const READ_BUFFER_RETAINED_BYTES: usize = 1 << 20;
 
 /// Why a connection ended.
 #[derive(Debug, thiserror::Error)]
@@ -55,13 +50,8 @@ pub enum ConnectionError {
     #[error("socket: {0}")]
     Io(#[from] std::io::Error),
     /// A frame size that is negative or over `socket.request.max.bytes`.
-    #[error("frame of {size} bytes is outside [0, {max}]")]
-    FrameSize {
-        /// The size read.
-        size: i64,
-        /// The limit.
-        max: u32,
-    },
+    #[error("{0}")]
+    FrameSize(#[from] ProtocolError),
     /// The request could not be answered (see the log line before).
     #[error("request could not be answered; closing")]
     Unanswerable,
@@ -175,11 +165,11 @@ async fn serve(ctx: Rc<ShardContext>, mut stream: TcpStream, origin: Origin) {
         .peer_addr()
         .map(|a| format!("/{}", a.ip()))
         .unwrap_or_else(|_| "/".to_string());
-    let mut reader = FrameReader::new(ctx.config.socket_request_max_bytes);
+    let mut reader = FrameBuffer::new(ctx.config.socket_request_max_bytes as usize);
     let may_move = match origin {
         Origin::Accepted => true,
         Origin::HandedOver(buffered) => {
-            reader.buf.extend_from_slice(&buffered);
+            reader.extend_from_slice(&buffered);
             false
         }
     };
@@ -236,7 +226,7 @@ enum Woken {
 async fn serve_frames(
     ctx: &ShardContext,
     stream: &mut TcpStream,
-    reader: &mut FrameReader,
+    reader: &mut FrameBuffer,
     client_host: &str,
     mut may_move: bool,
     idle_limit: Option<Duration>,
@@ -247,10 +237,16 @@ async fn serve_frames(
     // Whether a Fetch told whose connection this is (a follower's, or a consumer's).
     let mut fetch_judged = false;
     loop {
-        let frame = if reader.has_frame()? {
-            reader.take_frame()
+        let frame = if let Some(frame) = reader.take_frame()? {
+            frame
         } else {
-            let read = async { Woken::Read(reader.fill(stream).await) };
+            let read = async {
+                Woken::Read(match reader.fill(stream).await {
+                    Ok(n) => Ok(n > 0),
+                    Err(FillError::Io(error)) => Err(ConnectionError::Io(error)),
+                    Err(FillError::Frame(error)) => Err(ConnectionError::FrameSize(error)),
+                })
+            };
             let shutdown = async {
                 ctx.shutdown.wait().await;
                 Woken::Shutdown
@@ -339,16 +335,16 @@ async fn hand_over(
     stream: TcpStream,
     shard: ShardId,
     frame: Bytes,
-    reader: FrameReader,
+    reader: FrameBuffer,
 ) {
     let Some(socket) = duplicate_socket(stream).await else {
         return;
     };
-    let mut buffered = BytesMut::with_capacity(4 + frame.len() + reader.buf.len());
+    let mut buffered = BytesMut::with_capacity(4 + frame.len() + reader.buffered().len());
     // The frame passed the size check when it was read, so its length fits.
     buffered.put_u32(frame.len() as u32);
     buffered.extend_from_slice(&frame);
-    buffered.extend_from_slice(&reader.buf);
+    buffered.extend_from_slice(reader.buffered());
     let handoff = ConnectionHandoff {
         socket,
         buffered: buffered.freeze(),
@@ -360,120 +356,5 @@ async fn hand_over(
         .await
     {
         warn!(%error, "cannot move a connection to its group's coordinator shard; closed");
-    }
-}
-
-/// Splits the byte stream into frames without copying them: each frame is its own `BytesMut`
-/// view of the read buffer, and record batches inside are in turn pieces of the frame.
-struct FrameReader {
-    buf: BytesMut,
-    frame_bytes_max: u32,
-}
-
-impl FrameReader {
-    fn new(frame_bytes_max: u32) -> FrameReader {
-        FrameReader {
-            buf: BytesMut::new(),
-            frame_bytes_max,
-        }
-    }
-
-    /// Size of the next frame if its header is buffered.
-    fn next_size(&self) -> Result<Option<usize>, ConnectionError> {
-        let Some(header) = self.buf.get(..4) else {
-            return Ok(None);
-        };
-        let size = i32::from_be_bytes([header[0], header[1], header[2], header[3]]);
-        if size < 0 || size as u32 > self.frame_bytes_max {
-            return Err(ConnectionError::FrameSize {
-                size: size as i64,
-                max: self.frame_bytes_max,
-            });
-        }
-        Ok(Some(size as usize))
-    }
-
-    fn has_frame(&self) -> Result<bool, ConnectionError> {
-        Ok(self
-            .next_size()?
-            .is_some_and(|size| self.buf.len() >= 4 + size))
-    }
-
-    /// The next frame, its own writable view of the read buffer (no copy): a Produce
-    /// request's records are then pieces of it that the log patches and writes in place.
-    fn take_frame(&mut self) -> BytesMut {
-        let size = self
-            .next_size()
-            .ok()
-            .flatten()
-            .expect("take_frame follows has_frame");
-        self.buf.advance(4);
-        self.buf.split_to(size)
-    }
-
-    /// After a large frame the buffer keeps its allocation (frames are slices of it): with
-    /// nothing buffered, let it go, so that one big request does not pin its size for the
-    /// connection's whole life.
-    fn release_large_buffer(&mut self) {
-        if self.buf.is_empty() && self.buf.capacity() > READ_BUFFER_RETAINED_BYTES {
-            self.buf = BytesMut::new();
-        }
-    }
-
-    /// Reads more bytes; false at end of stream.
-    async fn fill(&mut self, stream: &mut TcpStream) -> Result<bool, ConnectionError> {
-        self.release_large_buffer();
-        let wanted = match self.next_size()? {
-            Some(size) => (4 + size)
-                .saturating_sub(self.buf.len())
-                .max(READ_CHUNK_BYTES),
-            None => READ_CHUNK_BYTES,
-        };
-        let n = socket_io::read_into(stream, &mut self.buf, wanted).await?;
-        Ok(n > 0)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn frames_are_split_and_bad_sizes_refused() {
-        let mut reader = FrameReader::new(100);
-        reader
-            .buf
-            .extend_from_slice(&[0, 0, 0, 3, 1, 2, 3, 0, 0, 0, 1]);
-        assert!(reader.has_frame().unwrap());
-        assert_eq!(&reader.take_frame()[..], &[1, 2, 3]);
-        assert!(!reader.has_frame().unwrap());
-        reader.buf.extend_from_slice(&[9]);
-        assert_eq!(&reader.take_frame()[..], &[9]);
-        let mut reader = FrameReader::new(100);
-        reader.buf.extend_from_slice(&[0xff, 0xff, 0xff, 0xff]);
-        assert!(reader.has_frame().is_err());
-        let mut reader = FrameReader::new(100);
-        reader.buf.extend_from_slice(&[0, 0, 0, 101]);
-        assert!(reader.has_frame().is_err());
-    }
-
-    #[test]
-    fn a_large_frame_does_not_pin_its_buffer() {
-        let size = 4usize << 20;
-        let mut reader = FrameReader::new(size as u32);
-        reader.buf.extend_from_slice(&(size as i32).to_be_bytes());
-        reader.buf.resize(4 + size, 7);
-        reader.buf.reserve(READ_CHUNK_BYTES);
-        let frame = reader.take_frame();
-        assert_eq!(frame.len(), size);
-        reader.release_large_buffer();
-        assert!(reader.buf.capacity() <= READ_BUFFER_RETAINED_BYTES);
-        // A small frame's buffer is kept for the next read.
-        reader.buf.extend_from_slice(&[0, 0, 0, 1, 9]);
-        let _ = reader.take_frame();
-        reader.buf.reserve(READ_CHUNK_BYTES);
-        let kept = reader.buf.capacity();
-        reader.release_large_buffer();
-        assert_eq!(reader.buf.capacity(), kept);
     }
 }

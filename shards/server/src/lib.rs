@@ -14,6 +14,7 @@ mod dispatch;
 mod error;
 mod fetch_home;
 pub mod fetch_session;
+mod frame_buffer;
 mod group_manager;
 mod group_router;
 pub mod handlers;

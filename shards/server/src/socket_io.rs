@@ -17,27 +17,43 @@ use sluice_protocol::{FileRegion, Segment};
 /// Segments gathered per system call (well under IOV_MAX).
 const IOVECS_MAX: usize = 64;
 
-/// Reads at least one byte into `buf`'s spare capacity (reserving `want` first); 0 at end of
-/// stream.
-pub async fn read_into(stream: &TcpStream, buf: &mut BytesMut, want: usize) -> io::Result<usize> {
-    buf.reserve(want);
+/// Reads at least one byte: at most `limit` into `buf`'s spare capacity (the caller made room),
+/// and once that is full, on into `after` in the same system call. Returns the bytes read into
+/// each; (0, 0) at end of stream.
+pub async fn read_into(
+    stream: &TcpStream,
+    buf: &mut BytesMut,
+    limit: usize,
+    after: &mut [u8],
+) -> io::Result<(usize, usize)> {
     loop {
         let spare = buf.spare_capacity_mut();
-        // SAFETY: recv writes at most `spare.len()` bytes into memory we own; `set_len` below
-        // covers exactly the bytes it reports as written.
-        let n = unsafe {
-            libc::recv(
-                stream.as_raw_fd(),
-                spare.as_mut_ptr().cast(),
-                spare.len(),
-                libc::MSG_DONTWAIT,
-            )
-        };
+        let room = limit.min(spare.len());
+        let spare = &mut spare[..room];
+        assert!(!spare.is_empty(), "read_into without room to read into");
+        let iovecs = [
+            libc::iovec {
+                iov_base: spare.as_mut_ptr().cast(),
+                iov_len: spare.len(),
+            },
+            libc::iovec {
+                iov_base: after.as_mut_ptr().cast(),
+                iov_len: after.len(),
+            },
+        ];
+        // SAFETY: an all-zero msghdr is valid (no name, no control data).
+        let mut message: libc::msghdr = unsafe { std::mem::zeroed() };
+        message.msg_iov = iovecs.as_ptr().cast_mut();
+        message.msg_iovlen = if after.is_empty() { 1 } else { 2 };
+        // SAFETY: recvmsg writes at most each iovec's length into memory we own and borrow
+        // mutably here; `set_len` below covers exactly the bytes it reports for the first.
+        let n = unsafe { libc::recvmsg(stream.as_raw_fd(), &mut message, libc::MSG_DONTWAIT) };
         if n >= 0 {
             let n = n as usize;
-            // SAFETY: the kernel initialised these `n` bytes.
-            unsafe { buf.set_len(buf.len() + n) };
-            return Ok(n);
+            let into_buf = n.min(spare.len());
+            // SAFETY: the kernel initialised these bytes (it fills the first iovec first).
+            unsafe { buf.set_len(buf.len() + into_buf) };
+            return Ok((into_buf, n - into_buf));
         }
         let error = io::Error::last_os_error();
         match error.kind() {
@@ -45,7 +61,7 @@ pub async fn read_into(stream: &TcpStream, buf: &mut BytesMut, want: usize) -> i
                 // Wait until readable without consuming anything.
                 let mut probe = [0u8; 1];
                 if stream.peek(&mut probe).await? == 0 {
-                    return Ok(0);
+                    return Ok((0, 0));
                 }
             }
             io::ErrorKind::Interrupted => {}
