@@ -44,6 +44,15 @@ pub enum BrokerClientError {
     WrongApi,
 }
 
+impl From<FillError> for BrokerClientError {
+    fn from(error: FillError) -> Self {
+        match error {
+            FillError::Io(error) => Self::Io(error),
+            FillError::Frame(error) => Self::Protocol(error),
+        }
+    }
+}
+
 /// One connection to a broker's client listener.
 pub struct BrokerConnection {
     stream: TcpStream,
@@ -114,11 +123,7 @@ impl BrokerConnection {
             if let Some(frame) = self.frames.take_frame()? {
                 break frame.freeze();
             }
-            let read = match self.frames.fill(&self.stream).await {
-                Ok(read) => read,
-                Err(FillError::Io(error)) => return Err(error.into()),
-                Err(FillError::Frame(error)) => return Err(error.into()),
-            };
+            let read = self.frames.fill(&self.stream).await?;
             if read == 0 {
                 return Err(BrokerClientError::Closed);
             }

@@ -57,6 +57,15 @@ pub enum ConnectionError {
     Unanswerable,
 }
 
+impl From<FillError> for ConnectionError {
+    fn from(error: FillError) -> Self {
+        match error {
+            FillError::Io(error) => Self::Io(error),
+            FillError::Frame(error) => Self::FrameSize(error),
+        }
+    }
+}
+
 /// Where a connection came from.
 pub enum Origin {
     /// Accepted by this shard's listener; it may still move to its group's coordinator.
@@ -241,11 +250,7 @@ async fn serve_frames(
             frame
         } else {
             let read = async {
-                Woken::Read(match reader.fill(stream).await {
-                    Ok(n) => Ok(n > 0),
-                    Err(FillError::Io(error)) => Err(ConnectionError::Io(error)),
-                    Err(FillError::Frame(error)) => Err(ConnectionError::FrameSize(error)),
-                })
+                Woken::Read(reader.fill(stream).await.map(|n| n > 0).map_err(ConnectionError::from))
             };
             let shutdown = async {
                 ctx.shutdown.wait().await;
