@@ -250,7 +250,13 @@ async fn serve_frames(
             frame
         } else {
             let read = async {
-                Woken::Read(reader.fill(stream).await.map(|n| n > 0).map_err(ConnectionError::from))
+                Woken::Read(
+                    reader
+                        .fill(stream)
+                        .await
+                        .map(|n| n > 0)
+                        .map_err(ConnectionError::from),
+                )
             };
             let shutdown = async {
                 ctx.shutdown.wait().await;
