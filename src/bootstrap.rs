@@ -107,6 +107,11 @@ pub fn run(config: BrokerConfig) -> Result<(), String> {
     } else {
         Duration::from_micros(config.sluice_spin_before_park_us)
     };
+    // Glommio reaps io_uring completions only between two runs of a task queue; a run ends
+    // when its tasks all wait or this timer fires. A connection whose socket always has bytes
+    // waiting never waits, so the timer bounds how long it holds every other connection of
+    // the shard (`tests/busy_shard.rs`).
+    let preempt = Duration::from_micros(config.sluice_shard_preempt_timer_us);
     for (i, cpu) in topology.shard_cpus.iter().take(shard_count).enumerate() {
         let (stop_tx, stop) = oneshot::channel();
         let (finish_tx, finish) = oneshot::channel();
@@ -125,6 +130,7 @@ pub fn run(config: BrokerConfig) -> Result<(), String> {
         let builder = LocalExecutorBuilder::new(Placement::Fixed(*cpu))
             .name(&format!("shard-{i}"))
             .spin_before_park(spin)
+            .preempt_timer(preempt)
             .io_memory(SHARD_IO_MEMORY_BYTES);
         let panic_after = injected_panic(i);
         handles.push(spawn_in_order(builder, true, move || async move {

@@ -328,6 +328,9 @@ pub struct BrokerConfig {
     pub sluice_controller_dedicated_core: bool,
     /// `sluice.spin.before.park.us`.
     pub sluice_spin_before_park_us: u64,
+    /// `sluice.shard.preempt.timer.us`: the longest a shard's task queue runs before glommio
+    /// ends its turn and reaps io_uring completions (other connections' reads).
+    pub sluice_shard_preempt_timer_us: u64,
     /// `sluice.shard.channel.capacity`: bound of each cross-shard channel.
     pub sluice_shard_channel_capacity: usize,
     /// `sluice.metadata.fetch.max.wait.ms`: a broker's metadata long poll.
@@ -498,6 +501,7 @@ impl BrokerConfig {
             sluice_shards: 0,
             sluice_controller_dedicated_core: false,
             sluice_spin_before_park_us: 0,
+            sluice_shard_preempt_timer_us: 2_000,
             sluice_shard_channel_capacity: 1024,
             sluice_metadata_fetch_max_wait_ms: 500,
             sluice_metrics_listener: None,

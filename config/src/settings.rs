@@ -653,6 +653,15 @@ pub static SETTINGS: &[Setting] = &[
         },
     },
     Setting {
+        name: "sluice.shard.preempt.timer.us",
+        doc: "Microseconds a shard's task queue runs before its turn ends and io_uring \
+              completions are reaped.",
+        apply: |c, v| {
+            c.sluice_shard_preempt_timer_us = int_in(v, 100, 100_000)? as u64;
+            Ok(())
+        },
+    },
+    Setting {
         name: "sluice.shard.channel.capacity",
         doc: "Messages each cross-shard channel holds before senders wait.",
         apply: |c, v| {

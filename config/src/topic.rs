@@ -524,6 +524,7 @@ fn broker_setting_value(c: &BrokerConfig, name: &str) -> (Option<String>, Config
             (s(c.sluice_controller_dedicated_core.to_string()), Boolean)
         }
         "sluice.spin.before.park.us" => (s(c.sluice_spin_before_park_us.to_string()), Long),
+        "sluice.shard.preempt.timer.us" => (s(c.sluice_shard_preempt_timer_us.to_string()), Long),
         "sluice.shard.channel.capacity" => (s(c.sluice_shard_channel_capacity.to_string()), Int),
         "sluice.metadata.fetch.max.wait.ms" => {
             (s(c.sluice_metadata_fetch_max_wait_ms.to_string()), Long)

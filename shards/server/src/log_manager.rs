@@ -54,8 +54,9 @@ pub fn spawn_cleaner(ctx: Rc<ShardContext>, shard_count: usize) {
         io_max_bytes_per_second: config.log_cleaner_io_max_bytes_per_second,
     });
     // `Latency::Matters`: while a queue with it is active, glommio arms its preempt timer at
-    // that latency instead of 100 ms (with the default, a producer's requests waited out the
-    // cleaner's 100 ms slices: measured 0.07 of its rate).
+    // that latency whatever the shard's `sluice.shard.preempt.timer.us` (with glommio's
+    // default of 100 ms there, a producer's requests waited out the cleaner's 100 ms slices:
+    // measured 0.07 of its rate).
     let queue = glommio::executor().create_task_queue(
         glommio::Shares::Static(CLEANER_SHARES),
         glommio::Latency::Matters(CLEANER_PREEMPT),
