@@ -2,7 +2,7 @@
 # generator client settings.
 #
 #   start_broker BINARY DIR PARTITIONS     starts BINARY on DIR/data with the bench's broker
-#                                          settings (PORT, default 19092; SHARDS, default 2
+#                                          settings (PORT, default 19092; SHARDS, default 1
 #                                          as in bench/run;
 #                                          EXTRA="key = value" adds a TOML line), waits until it
 #                                          is ready and sets PID; it is killed when the script
@@ -23,7 +23,7 @@ num.partitions = $partitions
 log.segment.bytes = 1073741824
 log.flush.interval.messages = 9223372036854775807
 group.initial.rebalance.delay.ms = 0
-sluice.shards = ${SHARDS:-2}
+sluice.shards = ${SHARDS:-1}
 ${EXTRA:-}
 T
   "$bin" --config "$dir/sluice.toml" > "$dir/log" 2>&1 &

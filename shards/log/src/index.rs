@@ -112,6 +112,18 @@ impl OffsetIndex {
         }
     }
 
+    /// The farthest batch boundary an entry names in `(after, up_to]`, counting only entries
+    /// whose batch ends below `relative_limit`: every batch before that position is whole within
+    /// `up_to` and ends below the limit too (offsets and positions grow together), so a read
+    /// may end there without walking the headers in between.
+    pub fn boundary_within(&self, after: u32, up_to: u32, relative_limit: u32) -> Option<u32> {
+        let i = self
+            .entries
+            .partition_point(|&(o, p)| p <= up_to && o < relative_limit);
+        let (_, position) = *self.entries.get(i.checked_sub(1)?)?;
+        (position > after).then_some(position)
+    }
+
     pub fn last(&self) -> Option<(u32, u32)> {
         self.entries.last().copied()
     }
@@ -295,6 +307,29 @@ mod tests {
         assert_eq!(idx.lookup(12), 300);
         assert_eq!(idx.lookup(13), 600);
         assert_eq!(idx.lookup(1000), 900);
+    }
+
+    #[test]
+    fn boundary_within_stays_inside_the_read_and_below_the_limit() {
+        let mut idx = OffsetIndex::default();
+        // As above: entries (7, 300), (13, 600), (19, 900).
+        for i in 0..10u32 {
+            idx.on_batch(i * 2 + 1, i * 100, 100, 250);
+        }
+        // A read of [100, 700): the farthest entry inside it is at 600.
+        assert_eq!(idx.boundary_within(100, 700, u32::MAX), Some(600));
+        // Inclusive at the end: a boundary exactly at the read's end is whole.
+        assert_eq!(idx.boundary_within(100, 600, u32::MAX), Some(600));
+        // Nothing past `after`: the caller keeps walking headers.
+        assert_eq!(idx.boundary_within(600, 899, u32::MAX), None);
+        assert_eq!(idx.boundary_within(0, 299, u32::MAX), None);
+        // The batch at 600 ends at offset 13, at the limit: its entry only says the batches
+        // before it end below 14, so with the limit at 13 the boundary falls back to 300
+        // (the batch there ends at 7) and the caller walks on from it.
+        assert_eq!(idx.boundary_within(100, 1000, 13), Some(300));
+        assert_eq!(idx.boundary_within(100, 1000, 14), Some(600));
+        assert_eq!(idx.boundary_within(100, 1000, 20), Some(900));
+        assert_eq!(idx.boundary_within(100, 1000, 7), None);
     }
 
     #[test]

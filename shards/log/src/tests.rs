@@ -867,9 +867,10 @@ fn read_for_send_answers_cached_large_reads_as_regions_of_the_same_bytes() {
             }
         }
         assert_eq!(end, 120);
-        // Batches so small that finding them costs more than copying: bytes in memory.
-        let tiny = Log::open(
-            test_dir("regions-tiny"),
+        // Small batches: the offset index names a boundary near the read's end, so only the
+        // headers past it are walked and the answer is still a region of the same bytes.
+        let small = Log::open(
+            test_dir("regions-small"),
             LogConfig {
                 tail_cache_bytes: 0,
                 ..LogConfig::default()
@@ -877,13 +878,38 @@ fn read_for_send_answers_cached_large_reads_as_regions_of_the_same_bytes() {
         )
         .await
         .unwrap();
+        // Batches so small, and the index so sparse, that finding them costs more than
+        // copying: bytes in memory.
+        let tiny = Log::open(
+            test_dir("regions-tiny"),
+            LogConfig {
+                tail_cache_bytes: 0,
+                index_interval_bytes: 1 << 30,
+                ..LogConfig::default()
+            },
+        )
+        .await
+        .unwrap();
         for _ in 0..2000 {
+            small.append(&batches(&[1], 100)).await.unwrap();
             tiny.append(&batches(&[1], 100)).await.unwrap();
+        }
+        for (max_bytes, max_offset) in [(1 << 20, None), (100_000, None), (1 << 20, Some(1500))] {
+            let sent = small
+                .read_for_send(0, max_bytes, true, max_offset)
+                .await
+                .unwrap();
+            let read = small.read(0, max_bytes, true, max_offset).await.unwrap();
+            let Records::File(region) = &sent else {
+                panic!("max {max_bytes}, limit {max_offset:?}: not a region");
+            };
+            assert_eq!(region.read_to_bytes().unwrap(), read.records);
         }
         let sent = tiny.read_for_send(0, 1 << 20, true, None).await.unwrap();
         let read = tiny.read(0, 1 << 20, true, None).await.unwrap();
         assert_eq!(sent, Records::Memory(read.records));
         log.delete().await.unwrap();
+        small.delete().await.unwrap();
         tiny.delete().await.unwrap();
     });
 }

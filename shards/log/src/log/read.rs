@@ -295,8 +295,7 @@ impl Log {
         len: usize,
         limit: i64,
     ) -> Result<Option<FileRegion>, LogError> {
-        let path = &plan.segment.path;
-        let Some(end) = region_end(file, path, found, len, limit)? else {
+        let Some(end) = region_end(file, &plan.segment, found, len, limit)? else {
             return Ok(None);
         };
         if !is_cached(file, found.position, end) {
@@ -401,20 +400,38 @@ impl ReadShape {
 }
 
 /// Where a region answer from `found` ends: the end of its last whole batch within `len`
-/// bytes and below `limit` (whole batches, as the copying path answers). Batch headers past
-/// the scan read are read one by one from the page cache; `None` (read the ordinary way) when
-/// one is not cached or the batches are so small that walking them costs more than copying.
+/// bytes and below `limit` (whole batches, as the copying path answers). The offset index
+/// names a boundary near the end (an entry per `index.interval.bytes`); the batch headers
+/// past it, or past the scan read without one, are read one by one from the page cache.
+/// `None` (read the ordinary way) when one is not cached or the batches are so small that
+/// walking them costs more than copying.
 fn region_end(
     file: &glommio::io::BufferedFile,
-    path: &Path,
+    segment: &LogSegment,
     found: &Located,
     len: usize,
     limit: i64,
 ) -> Result<Option<usize>, LogError> {
-    if found.header.size.saturating_mul(MAX_REGION_HEADER_READS) < len {
+    let path = &segment.path;
+    let mut end = found.header.size;
+    if let (Ok(after), Ok(up_to)) = (
+        u32::try_from(found.position + end as u64),
+        u32::try_from(found.position + len as u64),
+    ) {
+        let boundary =
+            segment
+                .offset_index
+                .borrow()
+                .boundary_within(after, up_to, segment.relative(limit));
+        if let Some(position) = boundary {
+            // The next entry past it is beyond the read or at the limit, so the walk from
+            // here covers at most an index interval (and a batch).
+            end = (u64::from(position) - found.position) as usize;
+        }
+    }
+    if end == found.header.size && found.header.size.saturating_mul(MAX_REGION_HEADER_READS) < len {
         return Ok(None);
     }
-    let mut end = found.header.size;
     let mut header = [0u8; RECORD_BATCH_OVERHEAD];
     let mut reads = 0;
     while end + RECORD_BATCH_OVERHEAD <= len {
