@@ -172,10 +172,6 @@ async fn write_gathered(
     Ok(())
 }
 
-/// Bytes of a region copied through user space when the socket buffer is full: glommio waits
-/// for room while writing them, then `sendfile` goes on. One page.
-const REGION_WAIT_COPY_BYTES: usize = 4096;
-
 /// Sends `region` with `sendfile`. The socket is made non-blocking first (glommio's sockets
 /// are blocking descriptors driven with MSG_DONTWAIT, which `sendfile` has no flag for), so a
 /// full socket buffer returns EAGAIN instead of stalling the shard; the region's pages are in
@@ -205,21 +201,9 @@ async fn send_region(stream: &mut TcpStream, region: &FileRegion) -> io::Result<
         }
         let error = io::Error::last_os_error();
         match error.kind() {
-            io::ErrorKind::WouldBlock => {
-                let chunk = count.min(REGION_WAIT_COPY_BYTES);
-                let mut page = vec![0u8; chunk];
-                // SAFETY: pread writes at most `chunk` bytes into `page`, which holds them.
-                let got = unsafe { libc::pread(file, page.as_mut_ptr().cast(), chunk, offset) };
-                if got <= 0 {
-                    return Err(if got == 0 {
-                        io::ErrorKind::UnexpectedEof.into()
-                    } else {
-                        io::Error::last_os_error()
-                    });
-                }
-                stream.write_all(&page[..got as usize]).await?;
-                offset += got as libc::off_t;
-            }
+            // The socket buffer is full: wait for room through the ring (glommio patch 7),
+            // then `sendfile` goes on; no byte of the region passes through user space.
+            io::ErrorKind::WouldBlock => stream.writable().await.map_err(io::Error::from)?,
             io::ErrorKind::Interrupted => {}
             _ => return Err(error),
         }

@@ -330,6 +330,24 @@ impl<S: AsRawFd> NonBufferedStream<S> {
         Poll::Pending
     }
 
+    /// Sluice patch 7: ready once the socket accepts more bytes (POLLOUT through the ring),
+    /// without sending any, for writers (`sendfile`) that glommio does not drive. A poll
+    /// that already completed is consumed, so the next call waits anew.
+    pub(crate) fn poll_writable(&mut self, cx: &Context<'_>) -> Poll<io::Result<()>> {
+        if let Some(source) = self.source_tx.as_ref() {
+            if let Some(result) = source.result() {
+                self.source_tx = None;
+                return Poll::Ready(result.map(|_| ()));
+            }
+        } else {
+            let reactor = self.reactor.upgrade().unwrap();
+            self.source_tx = Some(reactor.poll_write_ready(self.stream.as_raw_fd()));
+        }
+        let source = self.source_tx.as_ref().unwrap();
+        source.add_waiter_single(cx.waker());
+        Poll::Pending
+    }
+
     pub(crate) fn poll_close(&mut self, _: &Context<'_>) -> Poll<io::Result<()>> {
         self.source_tx.take();
         Poll::Ready(sys::shutdown(self.stream.as_raw_fd(), Shutdown::Write))
@@ -459,6 +477,10 @@ impl<S: AsRawFd, B: RxBuf> GlommioStream<S, B> {
 
     pub(crate) fn poll_write(&mut self, cx: &Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
         self.stream.poll_write(cx, buf)
+    }
+
+    pub(crate) fn poll_writable(&mut self, cx: &Context<'_>) -> Poll<io::Result<()>> {
+        self.stream.poll_writable(cx)
     }
 
     pub(crate) fn poll_flush(&self, _cx: &Context<'_>) -> Poll<io::Result<()>> {

@@ -582,6 +582,15 @@ impl<B: RxBuf> TcpStream<B> {
         self.stream.stream().set_nodelay(value).map_err(Into::into)
     }
 
+    /// Sluice patch 7: waits until the socket accepts more bytes (POLLOUT through the ring)
+    /// without sending any: for writers glommio does not drive, such as `sendfile` on the
+    /// stream's descriptor after it returned `EAGAIN`.
+    pub async fn writable(&mut self) -> Result<()> {
+        futures_lite::future::poll_fn(|cx| self.stream.poll_writable(cx))
+            .await
+            .map_err(Into::into)
+    }
+
     /// Gets the `TCP_NODELAY` option on this socket.
     ///
     /// For more information about this option, see [`TcpStream::set_nodelay`].
