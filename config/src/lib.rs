@@ -177,6 +177,11 @@ pub struct BrokerConfig {
     /// `connections.max.idle.ms`: a client connection with no request for this long is closed
     /// (time spent handling a request does not count); -1: never.
     pub connections_max_idle_ms: i64,
+    /// `socket.send.buffer.bytes`: SO_SNDBUF of client connections; -1: the kernel's
+    /// autotuning. Kafka's default is 100 KiB; Sluice's is -1 (ARCHITECTURE.md, issue 17).
+    pub socket_send_buffer_bytes: i32,
+    /// `socket.receive.buffer.bytes`: SO_RCVBUF of client connections; -1: the kernel's.
+    pub socket_receive_buffer_bytes: i32,
     /// `broker.rack`: the rack (or availability zone) of this broker, for rack-aware replica
     /// placement; None: unset.
     pub broker_rack: Option<String>,
@@ -438,6 +443,8 @@ impl BrokerConfig {
             advertised_listeners: Vec::new(),
             socket_request_max_bytes: 104_857_600,
             connections_max_idle_ms: 600_000,
+            socket_send_buffer_bytes: -1,
+            socket_receive_buffer_bytes: -1,
             broker_rack: None,
             broker_heartbeat_interval_ms: 2_000,
             broker_session_timeout_ms: 9_000,
@@ -638,6 +645,26 @@ mod tests {
         assert_eq!(config.sluice_shards, 4);
         assert_eq!(config.listeners[0].port, 19092);
         assert!(config.apply_override("nonsense").is_err());
+    }
+
+    #[test]
+    fn socket_buffer_sizes_default_to_the_kernels() {
+        let mut config = BrokerConfig::default_single_node();
+        assert_eq!(config.socket_send_buffer_bytes, -1);
+        assert_eq!(config.socket_receive_buffer_bytes, -1);
+        config
+            .apply_override("socket.send.buffer.bytes=102400")
+            .unwrap();
+        config
+            .apply_override("socket.receive.buffer.bytes=65536")
+            .unwrap();
+        assert_eq!(config.socket_send_buffer_bytes, 102_400);
+        assert_eq!(config.socket_receive_buffer_bytes, 65_536);
+        for bad in ["0", "-2", "\"big\""] {
+            for key in ["socket.send.buffer.bytes", "socket.receive.buffer.bytes"] {
+                assert!(config.apply_override(&format!("{key}={bad}")).is_err());
+            }
+        }
     }
 
     #[test]

@@ -86,6 +86,22 @@ pub static SETTINGS: &[Setting] = &[
         },
     },
     Setting {
+        name: "socket.send.buffer.bytes",
+        doc: "SO_SNDBUF of client connections; -1: the kernel's autotuning (Sluice's default; Kafka's is 102400, which measured starving a shard's consumers behind its producers, ARCHITECTURE.md).",
+        apply: |c, v| {
+            c.socket_send_buffer_bytes = socket_buffer_bytes(v)?;
+            Ok(())
+        },
+    },
+    Setting {
+        name: "socket.receive.buffer.bytes",
+        doc: "SO_RCVBUF of client connections; -1: the kernel's autotuning (Sluice's default; Kafka's is 102400).",
+        apply: |c, v| {
+            c.socket_receive_buffer_bytes = socket_buffer_bytes(v)?;
+            Ok(())
+        },
+    },
+    Setting {
         name: "connections.max.idle.ms",
         doc: "Close a client connection that has sent no request for this long (time spent answering a request, e.g. a long-poll Fetch, does not count); -1: never.",
         apply: |c, v| {
@@ -681,6 +697,15 @@ fn metrics_listener(s: &str) -> Result<Option<std::net::SocketAddr>, String> {
     s.parse()
         .map(Some)
         .map_err(|_| format!("expected IP:port (e.g. 127.0.0.1:9644) or empty, got \"{s}\""))
+}
+
+/// A socket buffer size: -1 (the kernel's) or at least one byte, as Java's socket options take.
+fn socket_buffer_bytes(v: &toml::Value) -> Result<i32, String> {
+    let n = int_in(v, -1, i32::MAX as i64)?;
+    if n == 0 {
+        return Err("0 is not a buffer size; -1 leaves it to the kernel".into());
+    }
+    Ok(n as i32)
 }
 
 fn int_in(v: &toml::Value, min: i64, max: i64) -> Result<i64, String> {

@@ -413,6 +413,8 @@ fn broker_setting_value(c: &BrokerConfig, name: &str) -> (Option<String>, Config
         }
         "socket.request.max.bytes" => (s(c.socket_request_max_bytes.to_string()), Int),
         "connections.max.idle.ms" => (s(c.connections_max_idle_ms.to_string()), Long),
+        "socket.send.buffer.bytes" => (s(c.socket_send_buffer_bytes.to_string()), Int),
+        "socket.receive.buffer.bytes" => (s(c.socket_receive_buffer_bytes.to_string()), Int),
         "log.dirs" => (s(c.log_dirs.display().to_string()), String),
         "log.segment.bytes" => (s(c.log_segment_bytes.to_string()), Int),
         "log.index.interval.bytes" => (s(c.log_index_interval_bytes.to_string()), Int),

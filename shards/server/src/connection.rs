@@ -167,6 +167,13 @@ async fn serve(ctx: Rc<ShardContext>, mut stream: TcpStream, origin: Origin) {
     let _ = stream.set_nodelay(true);
     // A handed-over socket is the same socket (a duplicated descriptor): setting it again is
     // harmless, and keeps this independent of where the connection was accepted.
+    let (send_bytes, receive_bytes) = (
+        ctx.config.socket_send_buffer_bytes,
+        ctx.config.socket_receive_buffer_bytes,
+    );
+    if let Err(error) = socket_io::set_buffer_sizes(stream.as_raw_fd(), send_bytes, receive_bytes) {
+        debug!(%peer, %error, "cannot set the socket's buffer sizes");
+    }
     if let Err(error) = socket_io::set_keepalive(&stream) {
         debug!(%peer, %error, "cannot set SO_KEEPALIVE");
     }

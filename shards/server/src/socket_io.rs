@@ -7,7 +7,7 @@
 //! one byte waits for readability, `write_all` of the current segment waits for writability.
 
 use std::io;
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsRawFd, RawFd};
 
 use bytes::BytesMut;
 use futures_lite::AsyncWriteExt;
@@ -68,6 +68,33 @@ pub async fn read_into(
             _ => return Err(error),
         }
     }
+}
+
+/// Kafka's `socket.send.buffer.bytes` and `socket.receive.buffer.bytes` on one connection:
+/// SO_SNDBUF and SO_RCVBUF, each only when it is not -1 (the kernel's autotuning).
+pub fn set_buffer_sizes(fd: RawFd, send_bytes: i32, receive_bytes: i32) -> io::Result<()> {
+    for (option, bytes) in [
+        (libc::SO_SNDBUF, send_bytes),
+        (libc::SO_RCVBUF, receive_bytes),
+    ] {
+        if bytes == -1 {
+            continue;
+        }
+        // SAFETY: setsockopt reads `size_of::<c_int>()` bytes from a live local.
+        let result = unsafe {
+            libc::setsockopt(
+                fd,
+                libc::SOL_SOCKET,
+                option,
+                (&bytes as *const libc::c_int).cast(),
+                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+            )
+        };
+        if result != 0 {
+            return Err(io::Error::last_os_error());
+        }
+    }
+    Ok(())
 }
 
 /// Turns on SO_KEEPALIVE (with the kernel's probe timings), as Kafka does for accepted
@@ -275,6 +302,41 @@ mod tests {
     /// A region larger than the socket buffers, sent to a slow reader: `sendfile` meets a full
     /// buffer (EAGAIN) many times, waits through glommio, and every byte arrives in order,
     /// after the bytes segment in front of it and before the one behind it.
+    #[test]
+    fn buffer_sizes_are_set_unless_minus_one() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let socket = std::net::TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+        let fd = socket.as_raw_fd();
+        let get = |option| {
+            let mut value: libc::c_int = 0;
+            let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+            // SAFETY: getsockopt writes at most `len` bytes into a live local.
+            let rc = unsafe {
+                libc::getsockopt(
+                    fd,
+                    libc::SOL_SOCKET,
+                    option,
+                    (&mut value as *mut libc::c_int).cast(),
+                    &mut len,
+                )
+            };
+            assert_eq!(rc, 0);
+            value
+        };
+        let (send_before, receive_before) = (get(libc::SO_SNDBUF), get(libc::SO_RCVBUF));
+        set_buffer_sizes(fd, -1, -1).unwrap();
+        assert_eq!(
+            (get(libc::SO_SNDBUF), get(libc::SO_RCVBUF)),
+            (send_before, receive_before)
+        );
+        // Linux doubles the size asked for (its bookkeeping overhead), as it does for Kafka.
+        set_buffer_sizes(fd, 102_400, 65_536).unwrap();
+        assert_eq!(
+            (get(libc::SO_SNDBUF), get(libc::SO_RCVBUF)),
+            (204_800, 131_072)
+        );
+    }
+
     #[test]
     fn a_region_reaches_a_slow_reader_whole_and_in_order() {
         use std::io::Read;
