@@ -77,21 +77,8 @@ pub fn set_buffer_sizes(fd: RawFd, send_bytes: i32, receive_bytes: i32) -> io::R
         (libc::SO_SNDBUF, send_bytes),
         (libc::SO_RCVBUF, receive_bytes),
     ] {
-        if bytes == -1 {
-            continue;
-        }
-        // SAFETY: setsockopt reads `size_of::<c_int>()` bytes from a live local.
-        let result = unsafe {
-            libc::setsockopt(
-                fd,
-                libc::SOL_SOCKET,
-                option,
-                (&bytes as *const libc::c_int).cast(),
-                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-            )
-        };
-        if result != 0 {
-            return Err(io::Error::last_os_error());
+        if bytes != -1 {
+            set_socket_option(fd, option, bytes)?;
         }
     }
     Ok(())
@@ -100,15 +87,18 @@ pub fn set_buffer_sizes(fd: RawFd, send_bytes: i32, receive_bytes: i32) -> io::R
 /// Turns on SO_KEEPALIVE (with the kernel's probe timings), as Kafka does for accepted
 /// sockets: a peer host that vanished without a FIN is noticed even on an idle connection.
 pub fn set_keepalive(stream: &TcpStream) -> io::Result<()> {
-    let on: libc::c_int = 1;
-    // SAFETY: setsockopt reads `size_of::<c_int>()` bytes from a live local; the descriptor is
-    // the stream's, open for this borrow.
+    set_socket_option(stream.as_raw_fd(), libc::SO_KEEPALIVE, 1)
+}
+
+/// Sets one integer `SOL_SOCKET` option of `fd`.
+fn set_socket_option(fd: RawFd, option: libc::c_int, value: libc::c_int) -> io::Result<()> {
+    // SAFETY: setsockopt reads `size_of::<c_int>()` bytes from a live local; no other memory.
     let result = unsafe {
         libc::setsockopt(
-            stream.as_raw_fd(),
+            fd,
             libc::SOL_SOCKET,
-            libc::SO_KEEPALIVE,
-            (&on as *const libc::c_int).cast(),
+            option,
+            (&value as *const libc::c_int).cast(),
             std::mem::size_of::<libc::c_int>() as libc::socklen_t,
         )
     };
@@ -299,9 +289,6 @@ mod tests {
         assert_eq!(advance(&segments, 0, 0, 5), (3, 0));
     }
 
-    /// A region larger than the socket buffers, sent to a slow reader: `sendfile` meets a full
-    /// buffer (EAGAIN) many times, waits through glommio, and every byte arrives in order,
-    /// after the bytes segment in front of it and before the one behind it.
     #[test]
     fn buffer_sizes_are_set_unless_minus_one() {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
@@ -337,6 +324,9 @@ mod tests {
         );
     }
 
+    /// A region larger than the socket buffers, sent to a slow reader: `sendfile` meets a full
+    /// buffer (EAGAIN) many times, waits through glommio, and every byte arrives in order,
+    /// after the bytes segment in front of it and before the one behind it.
     #[test]
     fn a_region_reaches_a_slow_reader_whole_and_in_order() {
         use std::io::Read;

@@ -413,25 +413,13 @@ fn region_end(
     limit: i64,
 ) -> Result<Option<usize>, LogError> {
     let path = &segment.path;
-    let mut end = found.header.size;
-    if let (Ok(after), Ok(up_to)) = (
-        u32::try_from(found.position + end as u64),
-        u32::try_from(found.position + len as u64),
-    ) {
-        let boundary =
-            segment
-                .offset_index
-                .borrow()
-                .boundary_within(after, up_to, segment.relative(limit));
-        if let Some(position) = boundary {
-            // The next entry past it is beyond the read or at the limit, so the walk from
-            // here covers at most an index interval (and a batch).
-            end = (u64::from(position) - found.position) as usize;
-        }
-    }
-    if end == found.header.size && found.header.size.saturating_mul(MAX_REGION_HEADER_READS) < len {
-        return Ok(None);
-    }
+    let mut end = match indexed_boundary(segment, found, len, limit) {
+        // The next entry past it is beyond the read or at the limit, so the walk from here
+        // covers at most an index interval (and a batch).
+        Some(position) => (position - found.position) as usize,
+        None if found.header.size.saturating_mul(MAX_REGION_HEADER_READS) < len => return Ok(None),
+        None => found.header.size,
+    };
     let mut header = [0u8; RECORD_BATCH_OVERHEAD];
     let mut reads = 0;
     while end + RECORD_BATCH_OVERHEAD <= len {
@@ -458,6 +446,16 @@ fn region_end(
         end += next.size;
     }
     Ok(Some(end))
+}
+
+/// The farthest batch boundary past `found`'s first batch that the segment's offset index
+/// names within `len` bytes of it and below `limit` (a file position), if any.
+fn indexed_boundary(segment: &LogSegment, found: &Located, len: usize, limit: i64) -> Option<u64> {
+    let after = u32::try_from(found.position + found.header.size as u64).ok()?;
+    let up_to = u32::try_from(found.position + len as u64).ok()?;
+    let index = segment.offset_index.borrow();
+    let position = index.boundary_within(after, up_to, segment.relative(limit))?;
+    Some(u64::from(position))
 }
 
 pub(super) struct Located {
