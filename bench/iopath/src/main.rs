@@ -533,6 +533,14 @@ async fn log_send(dir: PathBuf, chunk: usize) -> Result<Tally> {
                 None => return Err(format!("no batch at offset {offset}").into()),
             },
             Records::File(region) => last_offset_in(region)?,
+            // The tail cache's pieces (a log reopened here has none cached; kept for the type).
+            Records::Pieces(pieces) => match pieces
+                .last()
+                .and_then(|p| RecordBatches::new(p.clone()).last())
+            {
+                Some(batch) => batch?.0.last_offset(),
+                None => return Err(format!("no batch at offset {offset}").into()),
+            },
         };
         offset = last + 1;
         tally.device_bytes += records.len() as u64;
@@ -771,7 +779,7 @@ fn main() -> Result<()> {
         percentile(&tally.latencies_us, 1.0),
         tally.latencies_us.len(),
         tally.would_block_ops,
-        (c.append_user_copy_bytes + c.read_user_copy_bytes) as f64 / bytes.max(1) as f64,
+        (c.append_user_copy_bytes + c.read_user_copy_bytes + c.tail_join_copy_bytes) as f64 / bytes.max(1) as f64,
         (c.write_bytes + c.read_nowait_bytes + c.read_uring_bytes) as f64 / bytes.max(1) as f64,
         c.read_uring_bytes as f64 / (c.read_nowait_bytes + c.read_uring_bytes).max(1) as f64,
         c.region_bytes as f64 / bytes.max(1) as f64,

@@ -38,6 +38,9 @@ pub mod copies {
         pub write_bytes: u64,
         /// Answered as file regions (sent by `sendfile`, never copied into user space).
         pub region_bytes: u64,
+        /// Copied in user space by a tail-cache read spanning appends whose pieces were too
+        /// small to send as they are (joined into one buffer).
+        pub tail_join_copy_bytes: u64,
     }
 
     impl Copies {
@@ -51,6 +54,7 @@ pub mod copies {
                     - earlier.append_user_copy_bytes,
                 write_bytes: self.write_bytes - earlier.write_bytes,
                 region_bytes: self.region_bytes - earlier.region_bytes,
+                tail_join_copy_bytes: self.tail_join_copy_bytes - earlier.tail_join_copy_bytes,
             }
         }
     }
@@ -89,6 +93,10 @@ pub mod copies {
 
     pub(crate) fn add_region(n: usize) {
         add(|c| c.region_bytes += n as u64);
+    }
+
+    pub(crate) fn add_tail_join_copy(n: usize) {
+        add(|c| c.tail_join_copy_bytes += n as u64);
     }
 
     pub(crate) fn add_append_copy(n: usize) {

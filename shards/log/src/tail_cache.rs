@@ -8,6 +8,12 @@ use bytes::{Bytes, BytesMut};
 use sluice_protocol::FrameHold;
 
 use crate::batch::HeaderWalker;
+use crate::log::Records;
+
+/// A read spanning appends is answered as one piece per append only while the pieces average
+/// at least this many bytes; smaller ones are joined by a copy, which then costs less than a
+/// buffer handle and an I/O vector entry each (1,000 partitions' appends are ~1-4 KiB).
+const MIN_MEAN_PIECE_BYTES: usize = 8 * 1024;
 
 /// One append's batches, offsets `[base_offset, next_offset)`.
 struct Chunk {
@@ -129,14 +135,17 @@ impl TailCache {
 
     /// Whole batches from the one holding `start` while their last offset is
     /// below `limit_offset`, at most `max_bytes` (but one batch anyway when
-    /// `min_one`). `None` when the cache does not reach back to `start`.
+    /// `min_one`). `None` when the cache does not reach back to `start`. With `pieces_ok`, a
+    /// read spanning appends may be [`Records::Pieces`]; otherwise it is always
+    /// [`Records::Memory`].
     pub fn read(
         &self,
         start: i64,
         limit_offset: i64,
         max_bytes: usize,
         min_one: bool,
-    ) -> Option<Bytes> {
+        pieces_ok: bool,
+    ) -> Option<Records> {
         let first = self.chunks.partition_point(|c| c.next_offset <= start);
         let chunk = self.chunks.get(first)?;
         if chunk.base_offset > start {
@@ -147,7 +156,7 @@ impl TailCache {
             pos: self.find_batch(first, start)?,
         };
         let end = self.extend(begin, limit_offset, max_bytes, min_one);
-        Some(self.copy_out(begin, end))
+        Some(self.records_between(begin, end, pieces_ok))
     }
 
     /// Byte position in chunk `i` of the batch holding `offset`.
@@ -178,20 +187,31 @@ impl TailCache {
         end
     }
 
-    /// The bytes between two cursors: a zero-copy slice within one chunk, a
-    /// single copy when the range spans chunks.
-    fn copy_out(&self, begin: Cursor, end: Cursor) -> Bytes {
+    /// The bytes between two cursors: a zero-copy slice within one chunk. A range spanning
+    /// chunks is a zero-copy slice of each when `pieces_ok` and they are large enough to be
+    /// worth it (`MIN_MEAN_PIECE_BYTES`), else one copy: joining them was ~10 % of the broker's
+    /// CPU at max rate with consumers keeping up (`bench/ab/run`, 2026-12-04).
+    fn records_between(&self, begin: Cursor, end: Cursor, pieces_ok: bool) -> Records {
         if begin.chunk == end.chunk {
-            return self.chunks[begin.chunk].data.slice(begin.pos..end.pos);
+            return Records::Memory(self.chunks[begin.chunk].data.slice(begin.pos..end.pos));
         }
-        let mut out = BytesMut::new();
-        for i in begin.chunk..=end.chunk {
+        let pieces = (begin.chunk..=end.chunk).map(|i| {
             let data = &self.chunks[i].data;
             let from = if i == begin.chunk { begin.pos } else { 0 };
             let to = if i == end.chunk { end.pos } else { data.len() };
-            out.extend_from_slice(&data[from..to]);
+            data.slice(from..to)
+        });
+        let count = end.chunk - begin.chunk + 1;
+        let len: usize = pieces.clone().map(|p| p.len()).sum();
+        if pieces_ok && len >= count * MIN_MEAN_PIECE_BYTES {
+            return Records::Pieces(pieces.collect());
         }
-        out.freeze()
+        let mut out = BytesMut::with_capacity(len);
+        for piece in pieces {
+            out.extend_from_slice(&piece);
+        }
+        crate::file_io::copies::add_tail_join_copy(len);
+        Records::Memory(out.freeze())
     }
 }
 
@@ -199,6 +219,15 @@ impl TailCache {
 mod tests {
     use super::*;
     use crate::batch::testing::make_batch;
+    use crate::file_io::copies;
+
+    /// A read without pieces, as bytes.
+    fn joined(c: &TailCache, start: i64, limit: i64, max: usize, min_one: bool) -> Option<Bytes> {
+        match c.read(start, limit, max, min_one, false)? {
+            Records::Memory(b) => Some(b),
+            other => panic!("a read without pieces answered {other:?}"),
+        }
+    }
 
     fn chunk(base: i64, sizes: &[(i32, usize)]) -> (i64, Bytes) {
         let mut v = Vec::new();
@@ -217,17 +246,17 @@ mod tests {
         c.push(0, n1, a.clone(), None);
         let (n2, b) = chunk(n1, &[(1, 139)]); // 200 bytes
         c.push(n1, n2, b.clone(), None);
-        assert_eq!(c.read(1, 100, 1000, false).unwrap().len(), 400);
-        assert_eq!(c.read(2, 100, 150, false).unwrap(), a.slice(100..200));
-        assert_eq!(c.read(2, 100, 0, false).unwrap().len(), 0);
-        assert_eq!(c.read(2, 100, 0, true).unwrap().len(), 100);
-        assert_eq!(c.read(0, 5, 1000, false).unwrap(), a);
-        assert_eq!(c.read(5, 6, 1000, false).unwrap(), b);
+        assert_eq!(joined(&c, 1, 100, 1000, false).unwrap().len(), 400);
+        assert_eq!(joined(&c, 2, 100, 150, false).unwrap(), a.slice(100..200));
+        assert_eq!(joined(&c, 2, 100, 0, false).unwrap().len(), 0);
+        assert_eq!(joined(&c, 2, 100, 0, true).unwrap().len(), 100);
+        assert_eq!(joined(&c, 0, 5, 1000, false).unwrap(), a);
+        assert_eq!(joined(&c, 5, 6, 1000, false).unwrap(), b);
         // Evict the first chunk.
         let (n3, d) = chunk(n2, &[(1, 639)]);
         c.push(n2, n3, d, None);
-        assert!(c.read(0, 100, 1000, false).is_none());
-        assert_eq!(c.read(5, 100, 1000, false).unwrap().len(), 900);
+        assert!(joined(&c, 0, 100, 1000, false).is_none());
+        assert_eq!(joined(&c, 5, 100, 1000, false).unwrap().len(), 900);
     }
 
     #[test]
@@ -241,18 +270,68 @@ mod tests {
         // chunk go.
         c.truncate_to(3);
         assert_eq!(c.bytes, 100);
-        assert_eq!(c.read(0, 100, 1000, false).unwrap(), a.slice(..100));
-        assert!(c.read(2, 100, 1000, false).is_none());
+        assert_eq!(joined(&c, 0, 100, 1000, false).unwrap(), a.slice(..100));
+        assert!(joined(&c, 2, 100, 1000, false).is_none());
         // Appends continue from offset 2; a follower's gap is allowed and misses the cache.
         let (n3, d) = chunk(2, &[(1, 39)]);
         c.push(2, n3, d.clone(), None);
         let (_, e) = chunk(10, &[(1, 39)]);
         c.push(10, 11, e.clone(), None);
-        assert_eq!(c.read(2, 100, 1000, false).unwrap().len(), 200);
-        assert!(c.read(5, 100, 1000, false).is_none());
-        assert_eq!(c.read(10, 100, 1000, false).unwrap(), e);
+        assert_eq!(joined(&c, 2, 100, 1000, false).unwrap().len(), 200);
+        assert!(joined(&c, 5, 100, 1000, false).is_none());
+        assert_eq!(joined(&c, 10, 100, 1000, false).unwrap(), e);
         c.truncate_to(0);
         assert_eq!(c.bytes, 0);
-        assert!(c.read(0, 100, 1000, false).is_none());
+        assert!(joined(&c, 0, 100, 1000, false).is_none());
+    }
+
+    #[test]
+    fn a_read_spanning_appends_is_their_pieces_when_large() {
+        let mut c = TailCache::new(1 << 20);
+        let (n1, a) = chunk(0, &[(1, 9_939), (1, 9_939)]); // 2 x 10,000 bytes
+        c.push(0, n1, a.clone(), None);
+        let (n2, b) = chunk(n1, &[(1, 9_939)]);
+        c.push(n1, n2, b.clone(), None);
+        let (n3, d) = chunk(n2, &[(1, 9_939)]);
+        c.push(n2, n3, d.clone(), None);
+        // From the second batch of the first append to the end: three uncopied pieces, the
+        // same bytes a joined read gives.
+        let before = copies::snapshot();
+        let pieces = c.read(1, 100, 1 << 20, false, true).unwrap();
+        assert_eq!(copies::snapshot().since(&before).tail_join_copy_bytes, 0);
+        assert_eq!(
+            pieces,
+            Records::Pieces(vec![a.slice(10_000..), b.clone(), d.clone()])
+        );
+        assert_eq!(pieces.len(), 30_000);
+        let before = copies::snapshot();
+        let whole = joined(&c, 1, 100, 1 << 20, false).unwrap();
+        assert_eq!(
+            copies::snapshot().since(&before).tail_join_copy_bytes,
+            30_000
+        );
+        assert_eq!(&whole[..10_000], &a[10_000..]);
+        assert_eq!(&whole[10_000..20_000], &b[..]);
+        assert_eq!(&whole[20_000..], &d[..]);
+        // Not past `max_bytes`: the pieces end with the last whole batch that fits.
+        assert_eq!(
+            c.read(1, 100, 25_000, false, true).unwrap(),
+            Records::Pieces(vec![a.slice(10_000..), b.clone()])
+        );
+        // Within one append: one slice.
+        assert_eq!(
+            c.read(0, n1, 1 << 20, false, true).unwrap(),
+            Records::Memory(a.clone())
+        );
+        // Pieces averaging under MIN_MEAN_PIECE_BYTES are joined.
+        let (n4, e) = chunk(n3, &[(1, 39)]); // 100 bytes
+        c.push(n3, n4, e.clone(), None);
+        let (n5, f) = chunk(n4, &[(1, 39)]);
+        c.push(n4, n5, f.clone(), None);
+        let small = c.read(n3, 100, 1 << 20, false, true).unwrap();
+        assert_eq!(
+            small,
+            Records::Memory(Bytes::from([&e[..], &f[..]].concat()))
+        );
     }
 }

@@ -857,6 +857,7 @@ fn read_for_send_answers_cached_large_reads_as_regions_of_the_same_bytes() {
                     let bytes = match &sent {
                         Records::Memory(b) => b.clone(),
                         Records::File(f) => f.read_to_bytes().unwrap(),
+                        Records::Pieces(p) => p.concat().into(),
                     };
                     assert_eq!(bytes, read.records, "{case}");
                     // More than the scan read holds: sent from the file.

@@ -290,3 +290,45 @@ fn records_from_a_file_region_encode_as_the_same_bytes() {
     }
     std::fs::remove_file(&path).expect("cleanup");
 }
+
+/// A Fetch answer whose records are pieces (the tail cache's appends) encodes, vectored, to
+/// the same bytes as the same records in one buffer, each piece a segment of its own (not
+/// copied); a one-buffer encoder copies them in.
+#[test]
+fn records_in_pieces_encode_as_the_same_bytes() {
+    for v in [4, 12, 17] {
+        let body = response(ApiKey::Fetch, v);
+        let ResponseBody::Fetch(mut f) = body.clone() else {
+            panic!("not fetch")
+        };
+        let records = f.responses[0].partitions[0].records.take().unwrap();
+        assert!(records.len() > 2, "the sample answer has records to split");
+        let cut = records.len() / 3;
+        let pieces = vec![
+            records.slice(..cut),
+            records.slice(cut..2 * cut),
+            Bytes::new(),
+            records.slice(2 * cut..),
+        ];
+        f.responses[0].partitions[0].records_pieces = pieces.clone();
+        assert_eq!(
+            f.responses[0].partitions[0].records_len(),
+            records.len(),
+            "fetch v{v}"
+        );
+        let in_pieces = ResponseBody::Fetch(f);
+        let flat = encode_response(9, ApiKey::Fetch.as_i16(), v, &body);
+        let segments =
+            sluice_protocol::encode_response_vectored(9, ApiKey::Fetch.as_i16(), v, &in_pieces);
+        assert_eq!(concat(&segments), &flat[..], "fetch v{v}");
+        for piece in pieces.iter().filter(|p| !p.is_empty()) {
+            // The same bytes, not a copy: the segment points at the piece's memory.
+            assert!(
+                segments.iter().any(|s| matches!(s, Segment::Bytes(b) if b.as_ptr() == piece.as_ptr() && b.len() == piece.len())),
+                "fetch v{v}: a piece is its own segment"
+            );
+        }
+        let one_buffer = encode_response(9, ApiKey::Fetch.as_i16(), v, &in_pieces);
+        assert_eq!(&one_buffer[..], &flat[..], "fetch v{v}, one buffer");
+    }
+}

@@ -67,14 +67,18 @@ pub struct LogAppendInfo {
     pub bytes: usize,
 }
 
-/// Record data read for a response: bytes in memory, or a region of a segment file the page
-/// cache holds, to be sent without a copy (see [`Log::read_for_send`]).
+/// Record data read for a response: bytes in memory, a region of a segment file the page
+/// cache holds, or pieces of the tail cache, to be sent without a copy (see
+/// [`Log::read_for_send`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Records {
     /// Whole batches in memory.
     Memory(Bytes),
     /// Whole batches in a segment file.
     File(FileRegion),
+    /// Whole batches in memory in more than one piece, to be sent back to back: a read of the
+    /// tail cache spanning appends, each piece an append's own bytes.
+    Pieces(Vec<Bytes>),
 }
 
 impl Records {
@@ -83,6 +87,7 @@ impl Records {
         match self {
             Records::Memory(b) => b.len(),
             Records::File(f) => f.len(),
+            Records::Pieces(pieces) => pieces.iter().map(Bytes::len).sum(),
         }
     }
 

@@ -69,10 +69,13 @@ impl Log {
             max_bytes,
             min_one: min_one_message,
             region_ok: false,
+            pieces_ok: false,
         };
         match self.read_records(start_offset, read, max_offset).await? {
             Records::Memory(records) => Ok(FetchDataInfo::new(records)),
-            Records::File(_) => unreachable!("a region is only made when asked for"),
+            Records::File(_) | Records::Pieces(_) => {
+                unreachable!("a region or pieces are only made when asked for")
+            }
         }
     }
 
@@ -143,8 +146,13 @@ impl Log {
         }
         Ok(st
             .tail_cache
-            .read(start_offset, limit, read.max_bytes, read.min_one)
-            .map(Records::Memory)
+            .read(
+                start_offset,
+                limit,
+                read.max_bytes,
+                read.min_one,
+                read.pieces_ok,
+            )
             .ok_or(limit))
     }
 
@@ -386,15 +394,19 @@ struct ReadShape {
     max_bytes: usize,
     min_one: bool,
     region_ok: bool,
+    /// A tail-cache read spanning appends may answer their pieces ([`Records::Pieces`]).
+    pieces_ok: bool,
 }
 
 impl ReadShape {
-    /// A read for a response: a file region where the page cache holds it.
+    /// A read for a response: a file region where the page cache holds it, the tail cache's
+    /// pieces where a read spans appends.
     fn for_send(max_bytes: usize, min_one: bool) -> Self {
         Self {
             max_bytes,
             min_one,
             region_ok: true,
+            pieces_ok: true,
         }
     }
 }

@@ -283,6 +283,36 @@ impl Encoder {
         }
     }
 
+    /// Writes a `records` field whose data is `pieces` back to back. A vectored encoder emits
+    /// each piece as its own segment (no copy); others copy them in.
+    pub fn put_records_pieces(&mut self, pieces: &[Bytes], flexible: bool) {
+        let len = pieces.iter().map(Bytes::len).sum::<usize>();
+        assert!(
+            len <= i32::MAX as usize,
+            "a records field fits an i32 length"
+        );
+        if flexible {
+            self.put_unsigned_varint(len_plus_one(len));
+        } else {
+            self.put_i32(len as i32);
+        }
+        if self.vectored {
+            self.segments
+                .push(Segment::Bytes(self.buf.split().freeze()));
+            self.segments.extend(
+                pieces
+                    .iter()
+                    .filter(|p| !p.is_empty())
+                    .cloned()
+                    .map(Segment::Bytes),
+            );
+        } else {
+            for piece in pieces {
+                self.buf.put_slice(piece);
+            }
+        }
+    }
+
     fn put_null_len(&mut self, flexible: bool, wide: bool) {
         match (flexible, wide) {
             (true, _) => self.put_unsigned_varint(0),

@@ -322,9 +322,10 @@ fn build_response(
                 }
                 budget = budget.saturating_sub(records.len());
                 returned_any |= !records.is_empty();
-                let (records, records_file) = match records {
-                    Records::Memory(bytes) => (Some(bytes), None),
-                    Records::File(region) => (None, Some(region)),
+                let (records, records_file, records_pieces) = match records {
+                    Records::Memory(bytes) => (Some(bytes), None, Vec::new()),
+                    Records::File(region) => (None, Some(region), Vec::new()),
+                    Records::Pieces(pieces) => (None, None, pieces),
                 };
                 PartitionData {
                     partition_index: w.partition,
@@ -343,6 +344,7 @@ fn build_response(
                     preferred_read_replica: data.preferred_read_replica.unwrap_or(-1),
                     records,
                     records_file,
+                    records_pieces,
                     ..PartitionData::default()
                 }
             }

@@ -403,7 +403,10 @@ pub fn count_fetch(
             asked.topic.as_str()
         };
         for partition in &answered.partitions {
-            if partition.records.is_some() || partition.records_file.is_some() {
+            if partition.records.is_some()
+                || partition.records_file.is_some()
+                || !partition.records_pieces.is_empty()
+            {
                 metrics.fetched(name, partition.records_len());
             }
         }

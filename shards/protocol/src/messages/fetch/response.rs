@@ -67,6 +67,11 @@ pub struct PartitionData {
     /// Encode only: the records sent from a segment file instead of `records` (the broker's
     /// zero-copy read; `records` is then `None`). Decoding never sets it.
     pub records_file: Option<FileRegion>,
+    /// Encode only: the records as pieces sent back to back instead of `records` (a read of
+    /// the broker's tail cache that spans appends, each piece an append's own bytes, so they
+    /// are not joined by a copy; `records` and `records_file` are then `None`). Decoding never
+    /// sets it.
+    pub records_pieces: Vec<Bytes>,
 }
 
 impl PartitionData {
@@ -74,6 +79,7 @@ impl PartitionData {
     pub fn records_len(&self) -> usize {
         self.records.as_ref().map_or(0, Bytes::len)
             + self.records_file.as_ref().map_or(0, FileRegion::len)
+            + self.records_pieces.iter().map(Bytes::len).sum::<usize>()
     }
 
     /// True when the answer carries record data (in memory or from a file).
@@ -97,6 +103,7 @@ impl Default for PartitionData {
             preferred_read_replica: -1,
             records: None,
             records_file: None,
+            records_pieces: Vec::new(),
         }
     }
 }
@@ -274,7 +281,12 @@ fn encode_partition(p: &PartitionData, e: &mut Encoder, version: i16) {
     match &p.records_file {
         Some(region) => {
             debug_assert!(p.records.is_none(), "records come from one place");
+            debug_assert!(p.records_pieces.is_empty(), "records come from one place");
             e.put_records_file(region, flex);
+        }
+        None if !p.records_pieces.is_empty() => {
+            debug_assert!(p.records.is_none(), "records come from one place");
+            e.put_records_pieces(&p.records_pieces, flex);
         }
         None => e.put_nullable_records(p.records.as_ref(), flex),
     }
