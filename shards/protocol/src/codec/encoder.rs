@@ -91,8 +91,7 @@ impl Encoder {
     /// The encoded bytes as segments in order; record data is not copied.
     pub fn into_segments(mut self) -> Vec<Segment> {
         if !self.buf.is_empty() {
-            self.segments
-                .push(Segment::Bytes(self.buf.split().freeze()));
+            self.end_segment();
         }
         self.segments
     }
@@ -252,13 +251,8 @@ impl Encoder {
     pub fn put_nullable_records(&mut self, records: Option<&Bytes>, flexible: bool) {
         match records {
             Some(r) if self.vectored && !r.is_empty() && r.len() <= i32::MAX as usize => {
-                if flexible {
-                    self.put_unsigned_varint(len_plus_one(r.len()));
-                } else {
-                    self.put_i32(r.len() as i32);
-                }
-                self.segments
-                    .push(Segment::Bytes(self.buf.split().freeze()));
+                self.put_records_len(r.len(), flexible);
+                self.end_segment();
                 self.segments.push(Segment::Bytes(r.clone()));
             }
             _ => self.put_nullable_bytes(records.map(|r| &r[..]), flexible),
@@ -268,15 +262,9 @@ impl Encoder {
     /// Writes a `records` field whose data is a file region. A vectored encoder emits the
     /// region as its own segment, to be sent with `sendfile`; others read it in.
     pub fn put_records_file(&mut self, region: &FileRegion, flexible: bool) {
-        let len = region.len().min(i32::MAX as usize);
-        if flexible {
-            self.put_unsigned_varint(len_plus_one(len));
-        } else {
-            self.put_i32(len as i32);
-        }
+        self.put_records_len(region.len().min(i32::MAX as usize), flexible);
         if self.vectored {
-            self.segments
-                .push(Segment::Bytes(self.buf.split().freeze()));
+            self.end_segment();
             self.segments.push(Segment::File(region.clone()));
         } else {
             put_file_bytes(&mut self.buf, region);
@@ -291,14 +279,9 @@ impl Encoder {
             len <= i32::MAX as usize,
             "a records field fits an i32 length"
         );
-        if flexible {
-            self.put_unsigned_varint(len_plus_one(len));
-        } else {
-            self.put_i32(len as i32);
-        }
+        self.put_records_len(len, flexible);
         if self.vectored {
-            self.segments
-                .push(Segment::Bytes(self.buf.split().freeze()));
+            self.end_segment();
             self.segments.extend(
                 pieces
                     .iter()
@@ -311,6 +294,21 @@ impl Encoder {
                 self.buf.put_slice(piece);
             }
         }
+    }
+
+    /// A non-null `records` field's length (`len` fits an i32).
+    fn put_records_len(&mut self, len: usize, flexible: bool) {
+        if flexible {
+            self.put_unsigned_varint(len_plus_one(len));
+        } else {
+            self.put_i32(len as i32);
+        }
+    }
+
+    /// Closes the bytes written so far as a segment, so that record data can follow as its own.
+    fn end_segment(&mut self) {
+        self.segments
+            .push(Segment::Bytes(self.buf.split().freeze()));
     }
 
     fn put_null_len(&mut self, flexible: bool, wide: bool) {
