@@ -101,6 +101,8 @@ pub fn write_request(
 /// `Write::write_all_vectored` (unstable in std): writes every slice, resuming
 /// after short writes.
 fn write_all_vectored(w: &mut impl Write, mut slices: &mut [IoSlice<'_>]) -> Result<()> {
+    // Drops leading empty slices, so that a write of nothing ends here instead of failing as
+    // a zero-length write.
     IoSlice::advance_slices(&mut slices, 0);
     while !slices.is_empty() {
         match w.write_vectored(slices) {

@@ -195,20 +195,21 @@ impl TailCache {
         if begin.chunk == end.chunk {
             return Records::Memory(self.chunks[begin.chunk].data.slice(begin.pos..end.pos));
         }
-        let pieces = (begin.chunk..=end.chunk).map(|i| {
+        // Each chunk's byte range; a `Bytes` handle is made only for a piece that is sent.
+        let ranges = (begin.chunk..=end.chunk).map(|i| {
             let data = &self.chunks[i].data;
             let from = if i == begin.chunk { begin.pos } else { 0 };
             let to = if i == end.chunk { end.pos } else { data.len() };
-            data.slice(from..to)
+            (data, from..to)
         });
         let count = end.chunk - begin.chunk + 1;
-        let len: usize = pieces.clone().map(|p| p.len()).sum();
+        let len: usize = ranges.clone().map(|(_, range)| range.len()).sum();
         if pieces_ok && len >= count * MIN_MEAN_PIECE_BYTES {
-            return Records::Pieces(pieces.collect());
+            return Records::Pieces(ranges.map(|(data, range)| data.slice(range)).collect());
         }
         let mut out = BytesMut::with_capacity(len);
-        for piece in pieces {
-            out.extend_from_slice(&piece);
+        for (data, range) in ranges {
+            out.extend_from_slice(&data[range]);
         }
         crate::file_io::copies::add_tail_join_copy(len);
         Records::Memory(out.freeze())
