@@ -437,6 +437,46 @@ mod tests {
         set_window_bytes(0);
     }
 
+    /// The range list's backstop: a window already holding `RANGES_MAX` ranges forgets its
+    /// oldest, without dropping it, to take a new one. (The steps keep a real window near
+    /// `RANGES_TARGET` ranges, so the full list is built by hand.)
+    #[test]
+    fn a_full_range_list_forgets_its_oldest_range() {
+        let mark = FileMark::new(Arc::new(tempfile_fd()));
+        let full_bytes = RANGES_MAX as u64 * PAGE_BYTES;
+        let mut window = Window {
+            limit_bytes: 1 << 40,
+            held: (1..=RANGES_MAX as u64)
+                .map(|i| Held {
+                    file: Rc::downgrade(&mark),
+                    end: i * PAGE_BYTES,
+                    bytes: PAGE_BYTES,
+                })
+                .collect(),
+            unstarted: 0,
+            unstarted_bytes: full_bytes,
+            stats: WindowStats {
+                held_bytes: full_bytes,
+                ..WindowStats::default()
+            },
+        };
+        let other = FileMark::new(Arc::new(tempfile_fd()));
+        let step_bytes = window.step_bytes();
+        let (writeback, drop) = window.push(&other, step_bytes, step_bytes);
+        assert!(
+            writeback.is_empty() && drop.is_empty(),
+            "forgotten, not dropped"
+        );
+        assert_eq!(window.held.len(), RANGES_MAX);
+        assert_eq!(window.stats.forgotten_ranges, 1);
+        assert_eq!(
+            window.stats.held_bytes,
+            full_bytes - PAGE_BYTES + step_bytes
+        );
+        assert_eq!(window.unstarted_bytes, window.stats.held_bytes);
+        assert_eq!(window.held.front().map(|h| h.end), Some(2 * PAGE_BYTES));
+    }
+
     fn tempfile_fd() -> OwnedFd {
         let path = std::env::temp_dir().join(format!(
             "sluice-pcw-fd-{}-{}",
