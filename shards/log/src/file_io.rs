@@ -87,6 +87,11 @@ pub mod copies {
         });
     }
 
+    /// A read through io_uring whose bytes are discarded (the pages are sent as a region).
+    pub(crate) fn add_read_in(n: usize) {
+        add(|c| c.read_uring_bytes += n as u64);
+    }
+
     pub(crate) fn add_write(n: usize) {
         add(|c| c.write_bytes += n as u64);
     }
@@ -117,21 +122,53 @@ pub(crate) async fn read_exact(
     let got = read_nowait(file, path, &mut out, pos, len)?;
     copies::add_nowait(got);
     while out.len() < len {
-        let at = pos + out.len() as u64;
-        let more = file
-            .read_at(at, len - out.len())
-            .await
-            .map_err(|e| LogError::io(path, e))?;
-        if more.is_empty() {
-            return Err(LogError::io(
-                path,
-                std::io::Error::new(std::io::ErrorKind::UnexpectedEof, format!("at byte {at}")),
-            ));
-        }
+        let more = read_uring(file, path, pos + out.len() as u64, len - out.len()).await?;
         copies::add_uring(more.len());
         out.extend_from_slice(&more);
     }
     Ok(out.freeze())
+}
+
+/// Brings `[pos, pos + len)` of `file` into the page cache through io_uring, so that the shard's
+/// thread never waits for the disk, and discards the bytes: a region of pages read in this way
+/// is sent with `sendfile`, one copy (into glommio's buffer) where [`read_exact`] and a send
+/// from memory make three. A short read is an unexpected EOF, as in [`read_exact`].
+pub(crate) async fn read_in(
+    file: &BufferedFile,
+    path: &Path,
+    pos: u64,
+    len: usize,
+) -> Result<(), LogError> {
+    let end = pos + len as u64;
+    let mut at = pos;
+    while at < end {
+        let got = read_uring(file, path, at, (end - at) as usize).await?;
+        copies::add_read_in(got.len());
+        at += got.len() as u64;
+    }
+    Ok(())
+}
+
+/// One io_uring read of up to `len` bytes at `at` (glommio's buffer). Buffered reads of
+/// regular files only come back empty at end of file, which inside the log means the file is
+/// shorter than its accounting: an unexpected EOF.
+async fn read_uring(
+    file: &BufferedFile,
+    path: &Path,
+    at: u64,
+    len: usize,
+) -> Result<glommio::io::ReadResult, LogError> {
+    let got = file
+        .read_at(at, len)
+        .await
+        .map_err(|e| LogError::io(path, e))?;
+    if got.is_empty() {
+        return Err(LogError::io(
+            path,
+            std::io::Error::new(std::io::ErrorKind::UnexpectedEof, format!("at byte {at}")),
+        ));
+    }
+    Ok(got)
 }
 
 /// Reads what the page cache holds of `[pos, pos + len)` into `out`'s spare capacity
@@ -208,6 +245,20 @@ pub(crate) fn cached_pages(fd: std::os::fd::RawFd, pos: u64, len: u64) -> Option
         )
     };
     (rc == 0).then_some(stat.nr_cache)
+}
+
+/// `posix_fadvise(advice)` over the whole of `fd` (tests: drop a file's clean pages, turn the
+/// kernel's read-ahead off for a descriptor).
+#[cfg(test)]
+pub(crate) fn advise_whole_file(
+    fd: std::os::fd::RawFd,
+    advice: libc::c_int,
+) -> std::io::Result<()> {
+    // SAFETY: posix_fadvise reads its integer arguments only.
+    match unsafe { libc::posix_fadvise(fd, 0, 0, advice) } {
+        0 => Ok(()),
+        e => Err(std::io::Error::from_raw_os_error(e)),
+    }
 }
 
 /// A new descriptor of `file` (close-on-exec) for file regions to send from; `None` when the

@@ -829,6 +829,90 @@ fn read_for_send_now_answers_only_what_needs_no_file_read() {
     });
 }
 
+/// `read_for_send` finds a large read's first batch by reading batch headers from the page
+/// cache (no scan chunk copied), and a read whose pages are not in the page cache is read in
+/// through io_uring and still sent as a region: nothing copied into user space but the scan
+/// chunks that found its start. Each answer holds exactly the bytes `read` answers.
+#[test]
+fn read_for_send_sends_warm_and_cold_large_reads_as_regions_without_copies() {
+    use crate::batch::RECORD_BATCH_OVERHEAD;
+    use crate::file_io::{advise_whole_file, cached_pages, copies};
+    use std::os::fd::AsRawFd;
+    run(|| async {
+        let config = LogConfig {
+            segment_bytes: 16 << 20,
+            tail_cache_bytes: 0,
+            ..LogConfig::default()
+        };
+        let log = Log::open(test_dir("regions-cold"), config).await.unwrap();
+        // Batches of ~128 KB, as a producer's with batch.size 128 KiB: larger than a scan
+        // chunk, so finding a start by scanning copied two chunks.
+        for _ in 0..32 {
+            log.append(&batches(&[2], 64_000)).await.unwrap();
+        }
+        let starts = [0, 2, 20, 40];
+        for start in starts {
+            let before = copies::snapshot();
+            let sent = log.read_for_send(start, 1 << 20, true, None).await.unwrap();
+            let counted = copies::snapshot().since(&before);
+            let Records::File(region) = &sent else {
+                panic!("warm, offset {start}: not a region");
+            };
+            let read = log.read(start, 1 << 20, true, None).await.unwrap();
+            assert_eq!(
+                region.read_to_bytes().unwrap(),
+                read.records,
+                "warm, offset {start}"
+            );
+            assert_eq!(counted.read_user_copy_bytes, 0, "warm, offset {start}");
+            // Only batch headers: the walk to the start and the one past the index's boundary.
+            let headers = (counted.read_nowait_bytes + counted.read_uring_bytes) as usize;
+            assert!(
+                headers <= 4 * RECORD_BATCH_OVERHEAD,
+                "warm, offset {start}: {headers} bytes copied to find the answer"
+            );
+        }
+        // Cold: the pages written back and dropped, and the kernel's read-ahead off for the
+        // segment's descriptor (POSIX_FADV_RANDOM: a read brings in only the pages it asks
+        // for), so the region is found and read in by the log itself.
+        log.flush().await.unwrap();
+        let file = log.segment(0).unwrap().file().await.unwrap();
+        let fd = file.as_raw_fd();
+        for advice in [libc::POSIX_FADV_RANDOM, libc::POSIX_FADV_DONTNEED] {
+            advise_whole_file(fd, advice).unwrap();
+        }
+        if let Some(cached) = cached_pages(fd, 0, 0) {
+            assert_eq!(cached, 0, "the segment's pages were dropped");
+        }
+        for start in starts.into_iter().rev() {
+            let before = copies::snapshot();
+            let sent = log.read_for_send(start, 1 << 20, true, None).await.unwrap();
+            let counted = copies::snapshot().since(&before);
+            let Records::File(region) = &sent else {
+                panic!("cold, offset {start}: not a region");
+            };
+            assert_eq!(
+                counted.region_bytes,
+                region.len() as u64,
+                "cold, offset {start}"
+            );
+            // The scan chunks that found the start (16 KiB each), nothing of the answer.
+            assert!(
+                counted.read_user_copy_bytes <= 2 * 16 * 1024,
+                "cold, offset {start}: {} bytes copied into memory",
+                counted.read_user_copy_bytes
+            );
+            let read = log.read(start, 1 << 20, true, None).await.unwrap();
+            assert_eq!(
+                region.read_to_bytes().unwrap(),
+                read.records,
+                "cold, offset {start}"
+            );
+        }
+        log.delete().await.unwrap();
+    });
+}
+
 /// `read_for_send` answers a read the page cache holds and the scan read does not already
 /// cover as a region of the segment file holding exactly the bytes `read` answers (whole
 /// batches, cut at `max_bytes` and at the limit); logs of tiny batches come back in memory.

@@ -14,7 +14,7 @@ use sluice_protocol::{record_batch, FileRegion};
 use super::{readable_size, FetchDataInfo, Log, Records};
 use crate::batch::{self, parse_header, BatchHeader, RECORD_BATCH_OVERHEAD};
 use crate::error::LogError;
-use crate::file_io::{is_cached, read_cached, read_exact};
+use crate::file_io::{is_cached, read_cached, read_exact, read_in};
 use crate::segment::LogSegment;
 
 /// Header bytes read per I/O while looking for a batch in a segment.
@@ -29,6 +29,9 @@ const MAX_SPECULATIVE_READ_BYTES: usize = 64 * 1024;
 /// ~1 µs): 128 of them cost about what copying 1 MiB twice (page cache to memory, memory to
 /// socket) does, so batches smaller than `len / 128` (8 KiB for a 1 MiB read) are copied.
 const MAX_REGION_HEADER_READS: usize = 128;
+/// Batch headers [`locate_cached`] reads from the index position before it leaves the search
+/// to the scan: an index interval (4 KiB by default) holds a few batches unless they are tiny.
+const MAX_LOCATE_HEADER_READS: usize = 16;
 
 impl Log {
     /// Resolves once `readable_end_offset() > beyond_offset`, or when the log
@@ -258,9 +261,18 @@ impl Log {
         } else {
             0
         };
-        let found = self
-            .locate(&file, path, plan, scan_extra, |h| h.last_offset() >= start)
-            .await?;
+        let cached = if read.region_ok && scan_extra == 0 {
+            locate_cached(&file, path, plan, start)?
+        } else {
+            None
+        };
+        let found = match cached {
+            Some(found) => Some(found),
+            None => {
+                self.locate(&file, path, plan, scan_extra, |h| h.last_offset() >= start)
+                    .await?
+            }
+        };
         let Some(found) = found else {
             return Ok(None);
         };
@@ -276,6 +288,17 @@ impl Log {
         if read.region_ok && !covered {
             if let Some(region) = self.region(plan, &file, &found, len, limit)? {
                 return Ok(Some(Records::File(region)));
+            }
+            // Past the page-cache window, or pages still being read ahead (the kernel counts
+            // them as cached, but `RWF_NOWAIT` refuses them): bring the pages in through
+            // io_uring (the shard never waits for the disk) and send them as a region. Read
+            // into memory, the bytes were copied three times (into glommio's buffer, into the
+            // answer, into the socket).
+            if walk_start(&plan.segment, &found, len, limit).is_some() {
+                read_in(&file, path, found.position, len).await?;
+                if let Some(region) = self.region(plan, &file, &found, len, limit)? {
+                    return Ok(Some(Records::File(region)));
+                }
             }
         }
         let data = if covered {
@@ -411,6 +434,48 @@ impl ReadShape {
     }
 }
 
+/// For a read that may be answered as a region: finds the batch holding `start` by reading
+/// the batch headers from the index position out of the page cache, one `preadv2(RWF_NOWAIT)`
+/// of a header each (Kafka's `searchForOffsetWithSize` also reads only headers), where
+/// [`Log::locate`] copies a 16 KiB scan chunk. The index entry in front of a read is usually
+/// the previous batch's, so a 128 KiB batch made `locate` read two chunks: 32 KiB copied per
+/// partition per fetch, 3 % of the bytes sent, and `_copy_to_iter` 14 % of the broker's
+/// samples reading past the page-cache window (ARCHITECTURE.md, issue 17). The found batch
+/// carries no scan chunk, so the answer is a region or an exact read. `None` (scan the
+/// ordinary way) when a header is not cached, the readable part ends first or the walk
+/// takes more than [`MAX_LOCATE_HEADER_READS`] headers.
+fn locate_cached(
+    file: &glommio::io::BufferedFile,
+    path: &Path,
+    plan: &ReadPlan,
+    start: i64,
+) -> Result<Option<Located>, LogError> {
+    let mut bytes = [0u8; RECORD_BATCH_OVERHEAD];
+    let mut pos = plan.scan_from;
+    for _ in 0..MAX_LOCATE_HEADER_READS {
+        if pos + RECORD_BATCH_OVERHEAD as u64 > plan.readable_size
+            || !read_cached(file, path, &mut bytes, pos)?
+        {
+            return Ok(None);
+        }
+        let header = parse_header(&bytes).map_err(|e| LogError::Corrupt {
+            path: path.to_path_buf(),
+            position: pos,
+            reason: e.to_string(),
+        })?;
+        if header.last_offset() >= start {
+            return Ok(Some(Located {
+                position: pos,
+                header,
+                chunk: Bytes::new(),
+                chunk_offset: 0,
+            }));
+        }
+        pos += header.size as u64;
+    }
+    Ok(None)
+}
+
 /// Where a region answer from `found` ends: the end of its last whole batch within `len`
 /// bytes and below `limit` (whole batches, as the copying path answers). The offset index
 /// names a boundary near the end (an entry per `index.interval.bytes`); the batch headers
@@ -425,12 +490,8 @@ fn region_end(
     limit: i64,
 ) -> Result<Option<usize>, LogError> {
     let path = &segment.path;
-    let mut end = match indexed_boundary(segment, found, len, limit) {
-        // The next entry past it is beyond the read or at the limit, so the walk from here
-        // covers at most an index interval (and a batch).
-        Some(position) => (position - found.position) as usize,
-        None if found.header.size.saturating_mul(MAX_REGION_HEADER_READS) < len => return Ok(None),
-        None => found.header.size,
+    let Some(mut end) = walk_start(segment, found, len, limit) else {
+        return Ok(None);
     };
     let mut header = [0u8; RECORD_BATCH_OVERHEAD];
     let mut reads = 0;
@@ -458,6 +519,19 @@ fn region_end(
         end += next.size;
     }
     Ok(Some(end))
+}
+
+/// Where [`region_end`]'s walk of batch headers starts, relative to `found`: the farthest
+/// boundary the offset index names within the read, or else the first batch's end. The next
+/// entry past an indexed boundary is beyond the read or at the limit, so the walk from there
+/// covers at most an index interval (and a batch). `None` when no boundary is indexed and the
+/// batches are so small that walking them costs more than copying.
+fn walk_start(segment: &LogSegment, found: &Located, len: usize, limit: i64) -> Option<usize> {
+    match indexed_boundary(segment, found, len, limit) {
+        Some(position) => Some((position - found.position) as usize),
+        None if found.header.size.saturating_mul(MAX_REGION_HEADER_READS) < len => None,
+        None => Some(found.header.size),
+    }
 }
 
 /// The farthest batch boundary past `found`'s first batch that the segment's offset index
