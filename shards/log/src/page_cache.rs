@@ -18,6 +18,14 @@
 //! Kafka's page cache has evicted it. `sluice.shard.page.cache.window.bytes = 0` turns the
 //! window off (Kafka's behaviour: the kernel alone decides).
 //!
+//! Pages a fetch brings back from below a file's drop point (a consumer behind the window: the
+//! kernel's read-ahead, or the log's `read_in`) are counted in a read-back window of a quarter
+//! of the window, newest kept, and dropped as they leave it ([`sent`]), so that the next pages
+//! read back reuse them. Before, they stayed: the page cache grew by every byte a lagging
+//! consumer read, into memory the host had taken back, and the consumer's first touch of each
+//! such page (its copy out of the socket, on loopback) cost it 1.8 CPU s per GiB against 0.25
+//! (ARCHITECTURE.md, the page-cache window's rows).
+//!
 //! One window per shard thread (a thread-local, as the shard owns its partitions and its
 //! thread): the partitions of a shard share it, oldest append out first. Each segment file
 //! holds a [`FileMark`] with the positions written back and dropped so far; the window holds
@@ -32,6 +40,9 @@ use std::rc::{Rc, Weak};
 use std::sync::Arc;
 
 const PAGE_BYTES: u64 = 4096;
+/// The largest page-cache folio (a PMD on x86-64): folios are aligned to their size, so a
+/// range of whole such blocks never cuts one.
+const FOLIO_MAX_BYTES: u64 = 2 << 20;
 
 /// Appends to one file (one busy partition) in a row share a range up to this size, so that a
 /// range leaves the window in one short `DONTNEED`.
@@ -64,6 +75,8 @@ pub struct FileMark {
     dropped_to: Cell<u64>,
     /// Bytes appended to this file and not yet in the window: fewer than a step.
     pending_bytes: Cell<u64>,
+    /// Where the last drop of read-back pages of this file ended.
+    read_back_dropped_to: Cell<u64>,
 }
 
 impl FileMark {
@@ -74,6 +87,7 @@ impl FileMark {
             written_back_to: Cell::new(0),
             dropped_to: Cell::new(0),
             pending_bytes: Cell::new(0),
+            read_back_dropped_to: Cell::new(0),
         })
     }
 
@@ -142,6 +156,46 @@ impl FileMark {
     }
 }
 
+impl FileMark {
+    /// Drops the clean pages of `[start, end)`, whole pages inside it (a page it shares with
+    /// the next fetch's range stays).
+    fn drop_read_back(&self, start: u64, end: u64) {
+        // Whole folio-sized blocks: read-ahead fills the page cache with large folios (up to
+        // 2 MiB), and `DONTNEED` skips a folio that reaches outside its range, so ~1 MiB
+        // ranges dropped one by one left nearly every page cached. What a range ends inside
+        // goes with the file's next range when that one follows within a few MiB (a consumer
+        // reads a partition front to back).
+        // Elsewhere, a new run starts at the block `start` is in (the pages in front of it
+        // are read back too: the range lies below the drop point).
+        let cursor = self.read_back_dropped_to.get();
+        let from = if cursor <= start && start - cursor <= 2 * RANGE_MAX_BYTES {
+            cursor
+        } else {
+            start / FOLIO_MAX_BYTES * FOLIO_MAX_BYTES
+        };
+        self.read_back_dropped_to.set(from);
+        let to = end / FOLIO_MAX_BYTES * FOLIO_MAX_BYTES;
+        if to <= from {
+            return;
+        }
+        self.read_back_dropped_to.set(to);
+        // SAFETY: fadvise reads the descriptor and the numbers only; the descriptor lives as
+        // long as this mark.
+        unsafe {
+            libc::posix_fadvise(
+                self.fd.as_raw_fd(),
+                from as libc::off_t,
+                (to - from) as libc::off_t,
+                libc::POSIX_FADV_DONTNEED,
+            );
+        }
+        count(|s| {
+            s.read_back_drop_calls += 1;
+            s.read_back_dropped_bytes += to - from;
+        });
+    }
+}
+
 /// One append's range in the window: the file and where the range ends.
 struct Held {
     file: Weak<FileMark>,
@@ -162,6 +216,10 @@ pub struct WindowStats {
     pub dropped_bytes: u64,
     /// Ranges forgotten because the window held `RANGES_MAX` of them.
     pub forgotten_ranges: u64,
+    /// `posix_fadvise(DONTNEED)` calls for pages read back (see [`sent`]).
+    pub read_back_drop_calls: u64,
+    /// Bytes of read-back pages handed to `posix_fadvise(DONTNEED)`.
+    pub read_back_dropped_bytes: u64,
 }
 
 struct Window {
@@ -187,6 +245,8 @@ thread_local! {
                 drop_calls: 0,
                 dropped_bytes: 0,
                 forgotten_ranges: 0,
+                read_back_drop_calls: 0,
+                read_back_dropped_bytes: 0,
             },
         })
     };
@@ -196,8 +256,8 @@ fn count(f: impl FnOnce(&mut WindowStats)) {
     WINDOW.with(|w| f(&mut w.borrow_mut().stats));
 }
 
-/// Sets this shard's window; 0 turns it off (ranges already held are forgotten, their pages
-/// left to the kernel).
+/// Sets this shard's window; 0 turns it off (ranges already held, read back ones too, are
+/// forgotten, their pages left to the kernel).
 pub fn set_window_bytes(limit_bytes: u64) {
     WINDOW.with(|w| {
         let mut w = w.borrow_mut();
@@ -209,6 +269,13 @@ pub fn set_window_bytes(limit_bytes: u64) {
             w.stats.held_bytes = 0;
         }
     });
+    if limit_bytes == 0 {
+        READ_BACK.with(|r| {
+            let mut r = r.borrow_mut();
+            r.held.clear();
+            r.held_bytes = 0;
+        });
+    }
 }
 
 /// This shard's window setting.
@@ -232,6 +299,66 @@ pub fn appended(file: &Rc<FileMark>, end: u64, len: u64) {
     }
     for (mark, end) in drop {
         mark.drop_pages(end);
+    }
+}
+
+/// Pages a fetch brought back into the page cache from below a file's drop point (the
+/// kernel's read-ahead or the log's `read_in`, for a consumer behind the window) stay for at
+/// most this share of the window, newest kept: then they are dropped, so that the next pages
+/// read back reuse them instead of growing the page cache into memory the host took back.
+const READ_BACK_SHARE: u64 = 4;
+
+/// Read-back ranges kept at most; past this the oldest is dropped early (its pages are clean).
+const READ_BACK_RANGES_MAX: usize = 1 << 14;
+
+/// One range of read-back pages: the file and the bytes `[start, end)`.
+struct ReadBack {
+    file: Weak<FileMark>,
+    start: u64,
+    end: u64,
+}
+
+struct ReadBackWindow {
+    held: VecDeque<ReadBack>,
+    held_bytes: u64,
+}
+
+thread_local! {
+    static READ_BACK: RefCell<ReadBackWindow> = const {
+        RefCell::new(ReadBackWindow { held: VecDeque::new(), held_bytes: 0 })
+    };
+}
+
+/// Notes that a fetch is sending `[start, end)` of `file` from the page cache. Below the
+/// file's drop point those pages were read back from the disk; they join the read-back
+/// window, and the oldest ranges past its share of the window are dropped.
+pub fn sent(file: &Rc<FileMark>, start: u64, end: u64) {
+    let limit_bytes = window_bytes() / READ_BACK_SHARE;
+    if limit_bytes == 0 || end > file.dropped_to.get() || end <= start {
+        return;
+    }
+    let drop: Vec<(Rc<FileMark>, u64, u64)> = READ_BACK.with(|r| {
+        let mut r = r.borrow_mut();
+        r.held.push_back(ReadBack {
+            file: Rc::downgrade(file),
+            start,
+            end,
+        });
+        r.held_bytes += end - start;
+        let mut drop = Vec::new();
+        while r.held_bytes > limit_bytes || r.held.len() > READ_BACK_RANGES_MAX {
+            let Some(h) = r.held.pop_front() else {
+                break;
+            };
+            r.held_bytes -= h.end - h.start;
+            if let Some(mark) = h.file.upgrade() {
+                drop.push((mark, h.start, h.end));
+            }
+        }
+        drop
+    });
+    for (mark, start, end) in drop {
+        mark.drop_read_back(start, end);
     }
 }
 
@@ -327,25 +454,105 @@ mod tests {
     use super::*;
     use std::io::Write;
     use std::os::fd::FromRawFd;
+    use std::os::unix::fs::FileExt;
+
+    /// A new segment file (read and write) in its own directory, its mark, this thread's window
+    /// set to 16 MiB, and the 131,000 bytes the tests append. Under the build's target
+    /// directory, on the repository's disk: /tmp may be a tmpfs, whose pages cannot be dropped.
+    fn file_with_16_mib_window(
+        tag: &str,
+    ) -> (
+        std::path::PathBuf,
+        std::path::PathBuf,
+        std::fs::File,
+        Rc<FileMark>,
+        Vec<u8>,
+    ) {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../target")
+            .join(format!("sluice-{tag}-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("00000000000000000000.log");
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(&path)
+            .unwrap();
+        // SAFETY: a fresh descriptor of the file, owned by the mark.
+        let fd = unsafe { OwnedFd::from_raw_fd(libc::dup(file.as_raw_fd())) };
+        let mark = FileMark::new(Arc::new(fd));
+        set_window_bytes(16 << 20);
+        let chunk = (0..131_000u32).map(|i| (i % 251) as u8).collect();
+        (dir, path, file, mark, chunk)
+    }
+
+    /// A consumer behind the window reads 40 MiB of a file back (the page cache fills with the
+    /// kernel's read-ahead, in large folios) and each fetch's ~1 MiB is noted as sent: the
+    /// read-back pages stay within their share of the window (and the folios a range ends
+    /// inside), where before they stayed for ever; a range inside the window is not one; the
+    /// list of ranges has its bound.
+    #[test]
+    fn pages_read_back_behind_the_window_leave_the_page_cache() {
+        let (dir, _, mut file, mark, chunk) = file_with_16_mib_window("pcr");
+        let mut end = 0u64;
+        while end < 64 << 20 {
+            file.write_all(&chunk).unwrap();
+            end += chunk.len() as u64;
+            appended(&mark, end, chunk.len() as u64);
+        }
+        let dropped_to = mark.dropped_to.get();
+        assert!(
+            dropped_to >= 40 << 20,
+            "the window dropped up to {dropped_to}"
+        );
+        let read_back = |from: u64, to: u64| {
+            crate::file_io::cached_pages(mark.fd.as_raw_fd(), from, to - from)
+                .expect("cachestat (Linux 6.5+)")
+                * PAGE_BYTES
+        };
+        // Fetches of 1,040,000 bytes from an offset inside the file, each read (the kernel
+        // reads ahead of it) and then sent.
+        let share_bytes = (16 << 20) / READ_BACK_SHARE;
+        let fetch_bytes = 1_040_000u64;
+        let mut buf = vec![0u8; fetch_bytes as usize];
+        let first = (10 << 20) + 12_345;
+        let mut at = first;
+        while at + fetch_bytes <= 40 << 20 {
+            file.read_exact_at(&mut buf, at).unwrap();
+            sent(&mark, at, at + fetch_bytes);
+            at += fetch_bytes;
+            let behind_to = at.saturating_sub(share_bytes + 2 * FOLIO_MAX_BYTES);
+            if behind_to > first {
+                let behind = read_back(first, behind_to);
+                assert_eq!(
+                    behind, 0,
+                    "{behind} bytes still cached behind the reader at {at}"
+                );
+            }
+        }
+        assert!(stats().read_back_drop_calls > 0);
+        let held = READ_BACK.with(|r| r.borrow().held_bytes);
+        assert!(held <= share_bytes, "{held} read-back bytes held");
+        // Inside the window: not read back, not held.
+        sent(&mark, dropped_to, dropped_to + fetch_bytes);
+        assert_eq!(READ_BACK.with(|r| r.borrow().held_bytes), held);
+        // Many tiny ranges: the list stays within its bound.
+        for i in 0..(READ_BACK_RANGES_MAX as u64 + 100) {
+            sent(&mark, i * 100, i * 100 + 10);
+        }
+        assert!(READ_BACK.with(|r| r.borrow().held.len()) <= READ_BACK_RANGES_MAX);
+        set_window_bytes(0);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 
     /// Writes 64 MiB with a 16 MiB window into a real file: the ranges that left the window
     /// are gone from the page cache (all but what writeback had not finished), the window's
     /// count stays at its bound, and the file reads back whole.
     #[test]
     fn appends_past_the_window_leave_the_page_cache() {
-        // Under the build's target directory, on the repository's disk: /tmp may be a tmpfs,
-        // whose pages cannot be dropped.
-        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../../target")
-            .join(format!("sluice-pcw-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let path = dir.join("00000000000000000000.log");
-        let mut file = std::fs::File::create(&path).unwrap();
-        // SAFETY: a fresh descriptor of the file, owned by the mark.
-        let fd = unsafe { OwnedFd::from_raw_fd(libc::dup(file.as_raw_fd())) };
-        let mark = FileMark::new(Arc::new(fd));
-        set_window_bytes(16 << 20);
-        let chunk: Vec<u8> = (0..131_000u32).map(|i| (i % 251) as u8).collect();
+        let (dir, path, mut file, mark, chunk) = file_with_16_mib_window("pcw");
         let mut end = 0u64;
         while end < 64 << 20 {
             file.write_all(&chunk).unwrap();

@@ -204,6 +204,11 @@ impl LogSegment {
         Ok(Some(mark))
     }
 
+    /// This file's mark in the page-cache window if an append made one.
+    pub fn existing_page_cache_mark(&self) -> Option<Rc<FileMark>> {
+        self.page_cache_mark.borrow().clone()
+    }
+
     /// The open file, waiting while a roll is still creating it.
     pub async fn file(&self) -> Result<Rc<BufferedFile>, LogError> {
         poll_fn(|cx| match &mut *self.file.borrow_mut() {

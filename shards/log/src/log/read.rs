@@ -336,6 +336,9 @@ impl Log {
             return Ok(None);
         };
         crate::file_io::copies::add_region(end);
+        if let Some(mark) = plan.segment.existing_page_cache_mark() {
+            crate::page_cache::sent(&mark, found.position, found.position + end as u64);
+        }
         Ok(Some(FileRegion::new(fd, found.position, end)))
     }
 
