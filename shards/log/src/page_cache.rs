@@ -154,11 +154,10 @@ impl FileMark {
             s.dropped_bytes += to - from;
         });
     }
-}
 
-impl FileMark {
-    /// Drops the clean pages of `[start, end)`, whole pages inside it (a page it shares with
-    /// the next fetch's range stays).
+    /// Drops the clean read-back pages of `[start, end)` in whole 2 MiB blocks, from this
+    /// file's previous read-back drop point when `start` follows it closely (the block the
+    /// range ends inside goes with the file's next range).
     fn drop_read_back(&self, start: u64, end: u64) {
         // Whole folio-sized blocks: read-ahead fills the page cache with large folios (up to
         // 2 MiB), and `DONTNEED` skips a folio that reaches outside its range, so ~1 MiB
