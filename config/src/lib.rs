@@ -325,7 +325,8 @@ pub struct BrokerConfig {
     pub sluice_shard_tail_cache_bytes: usize,
     /// `sluice.shard.page.cache.window.bytes`: the newest appended bytes a shard leaves in the
     /// page cache (older ones are written back and dropped); 0 leaves the page cache to the
-    /// kernel; `None` (-1): a quarter of the host's memory, split between the shards.
+    /// kernel; `None` (-1): a quarter of the host's memory, split between the shards, at most
+    /// 1 GiB a shard.
     pub sluice_shard_page_cache_window_bytes: Option<u64>,
     /// `sluice.shards`: data shards; 0 means one per core.
     pub sluice_shards: usize,

@@ -613,7 +613,7 @@ pub static SETTINGS: &[Setting] = &[
     },
     Setting {
         name: "sluice.shard.page.cache.window.bytes",
-        doc: "Newest appended log bytes each shard leaves in the page cache; older ones are written back early and dropped, so that new appends reuse warm pages. 0 leaves the page cache to the kernel (Kafka's behaviour); -1 is a quarter of the host's memory split between the shards.",
+        doc: "Newest appended log bytes each shard leaves in the page cache; older ones are written back early and dropped, so that new appends reuse warm pages. 0 leaves the page cache to the kernel (Kafka's behaviour); -1 is a quarter of the host's memory split between the shards, at most 1 GiB a shard.",
         apply: |c, v| {
             let bytes = int_in(v, -1, 1 << 50)?;
             c.sluice_shard_page_cache_window_bytes = u64::try_from(bytes).ok();

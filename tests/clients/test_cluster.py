@@ -501,17 +501,22 @@ def _killed_broker_is_fenced(cluster, victim, topic, parts, via, ctl_since, vict
           f"(sluice.broker.disconnect.fence.ms = {DISCONNECT_FENCE_MS}, broker.session.timeout.ms = "
           f"{SESSION_TIMEOUT_MS}); brokers now {broker_ids(md)}, {topic} leaders "
           f"{partition_leaders(md, topic)}; controller log: {fenced[:1]}")
+    # On a failure, what each controller said of the broker and of its own role since the kill:
+    # which one was active, and whether it saw the broker's connection close.
+    said = "\n".join(f"{c}: {l}" for c in CONTROLLERS for l in cluster.lines(c, ctl_since[c])
+                     if f"broker_id={vid}" in l or "active controller" in l)
     if closed_ms < SESSION_TIMEOUT_MS - DISCONNECT_FENCE_MS - 2500:
         assert gone_ms - closed_ms < DISCONNECT_FENCE_MS + 2500, \
             f"broker {vid} still in Metadata {gone_ms:.0f} ms after its kill, {gone_ms - closed_ms:.0f} ms " \
-            f"after its sockets closed (disconnect fence {DISCONNECT_FENCE_MS} ms)"
-        assert fenced, f"no controller logged `broker fenced: its controller connection closed` for broker_id={vid}"
+            f"after its sockets closed (disconnect fence {DISCONNECT_FENCE_MS} ms); controllers:\n{said}"
+        assert fenced, f"no controller logged `broker fenced: its controller connection closed` for " \
+            f"broker_id={vid}; controllers:\n{said}"
     else:
         # The kernel kept the connection open for most of the session (see above): the session
         # timeout may fence it first, as it would a hung broker.
         expired = [l for c in CONTROLLERS for l in cluster.lines(c, ctl_since[c])
                    if "broker fenced: its session expired" in l and f"broker_id={vid}" in l]
-        assert fenced or expired, f"no controller logged broker_id={vid} fenced"
+        assert fenced or expired, f"no controller logged broker_id={vid} fenced; controllers:\n{said}"
 
 
 def test_killed_broker_is_fenced_and_returns(cluster, tmp_path):

@@ -88,9 +88,17 @@ pub struct ShardStart {
     pub metrics: Option<Arc<metrics::ShardCounters>>,
 }
 
+/// The default page-cache window's most per shard. The window is what a shard's appends grow
+/// into fresh memory after a start or a deleted topic before they reuse dropped pages, and on a
+/// host that hands free memory back to its hypervisor that growth costs ~3.4 CPU s per GiB and
+/// stalls the shard's appends: a 5.89 GiB window (a quarter of the bench host's memory) gave a
+/// fixed-rate produce of 200 MB/s a p99 of 0.6-1.3 s while it grew, against 2-3 ms with 0.5-2
+/// GiB (ARCHITECTURE.md, the page-cache window's rows).
+const PAGE_CACHE_WINDOW_DEFAULT_MAX_BYTES: u64 = 1 << 30;
+
 /// This shard's page-cache window (`sluice.shard.page.cache.window.bytes`): the setting, or
-/// with -1 a quarter of the host's memory split between the shards (the bench's host: 24 GiB,
-/// 2 shards, 3 GiB each, so a 4 GiB catch-up still reads from the page cache).
+/// with -1 a quarter of the host's memory split between the shards, at most
+/// [`PAGE_CACHE_WINDOW_DEFAULT_MAX_BYTES`].
 fn page_cache_window_bytes(config: &BrokerConfig, shard_count: usize) -> u64 {
     if let Some(bytes) = config.sluice_shard_page_cache_window_bytes {
         return bytes;
@@ -103,7 +111,12 @@ fn page_cache_window_bytes(config: &BrokerConfig, shard_count: usize) -> u64 {
         )
     };
     let memory_bytes = (pages.max(0) as u64).saturating_mul(page_bytes.max(0) as u64);
-    memory_bytes / 4 / shard_count.max(1) as u64
+    default_page_cache_window_bytes(memory_bytes, shard_count)
+}
+
+/// The default window of a shard on a host with `memory_bytes` and `shard_count` shards.
+fn default_page_cache_window_bytes(memory_bytes: u64, shard_count: usize) -> u64 {
+    (memory_bytes / 4 / shard_count.max(1) as u64).min(PAGE_CACHE_WINDOW_DEFAULT_MAX_BYTES)
 }
 
 /// The shard's log settings from the broker configuration.
@@ -264,5 +277,22 @@ async fn drain(connections: &Gate) {
     .await;
     if !closed {
         warn!("connections still open after the drain timeout; closing anyway");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The default window: a quarter of memory split between the shards, never more than 1
+    /// GiB a shard (growth into memory the host took back stalls appends, see the constant).
+    #[test]
+    fn default_page_cache_window_is_a_quarter_of_memory_per_shard_at_most_1_gib() {
+        let gib = 1u64 << 30;
+        assert_eq!(default_page_cache_window_bytes(2 * gib, 1), gib / 2);
+        assert_eq!(default_page_cache_window_bytes(2 * gib, 2), gib / 4);
+        assert_eq!(default_page_cache_window_bytes(24 * gib, 1), gib);
+        assert_eq!(default_page_cache_window_bytes(24 * gib, 0), gib);
+        assert_eq!(default_page_cache_window_bytes(256 * gib, 4), gib);
     }
 }
