@@ -494,7 +494,8 @@ def _killed_broker_is_fenced(cluster, victim, topic, parts, via, ctl_since, vict
     gone_ms = time.time() * 1000 - t_kill
     # The kernel closed the killed process's controller connection: the active controller fences
     # it sluice.broker.disconnect.fence.ms later instead of waiting out broker.session.timeout.ms.
-    fenced = [l for c in CONTROLLERS for l in cluster.lines(c, ctl_since[c])
+    since_kill = [(c, l) for c in CONTROLLERS for l in cluster.lines(c, ctl_since[c])]
+    fenced = [l for _, l in since_kill
               if "broker fenced: its controller connection closed" in l and f"broker_id={vid}" in l]
     print(f"\nkilled {victim} (node {vid}): its sockets closed after {closed_ms:.0f} ms, gone from Metadata "
           f"via {via} after {gone_ms:.0f} ms "
@@ -503,7 +504,7 @@ def _killed_broker_is_fenced(cluster, victim, topic, parts, via, ctl_since, vict
           f"{partition_leaders(md, topic)}; controller log: {fenced[:1]}")
     # On a failure, what each controller said of the broker and of its own role since the kill:
     # which one was active, and whether it saw the broker's connection close.
-    said = "\n".join(f"{c}: {l}" for c in CONTROLLERS for l in cluster.lines(c, ctl_since[c])
+    said = "\n".join(f"{c}: {l}" for c, l in since_kill
                      if f"broker_id={vid}" in l or "active controller" in l)
     if closed_ms < SESSION_TIMEOUT_MS - DISCONNECT_FENCE_MS - 2500:
         assert gone_ms - closed_ms < DISCONNECT_FENCE_MS + 2500, \
@@ -514,7 +515,7 @@ def _killed_broker_is_fenced(cluster, victim, topic, parts, via, ctl_since, vict
     else:
         # The kernel kept the connection open for most of the session (see above): the session
         # timeout may fence it first, as it would a hung broker.
-        expired = [l for c in CONTROLLERS for l in cluster.lines(c, ctl_since[c])
+        expired = [l for _, l in since_kill
                    if "broker fenced: its session expired" in l and f"broker_id={vid}" in l]
         assert fenced or expired, f"no controller logged broker_id={vid} fenced; controllers:\n{said}"
 
