@@ -328,6 +328,10 @@ pub struct BrokerConfig {
     /// kernel; `None` (-1): a quarter of the host's memory, split between the shards, at most
     /// 1 GiB a shard.
     pub sluice_shard_page_cache_window_bytes: Option<u64>,
+    /// `sluice.shard.preallocate.bytes`: a shard's budget of segment-file blocks allocated
+    /// ahead of its appends (`fallocate`, the files' sizes unchanged), in steps of at most
+    /// 4 MiB a file; 0 turns preallocation off.
+    pub sluice_shard_preallocate_bytes: u64,
     /// `sluice.shards`: data shards; 0 means one per core.
     pub sluice_shards: usize,
     /// `sluice.controller.dedicated.core`.
@@ -506,6 +510,7 @@ impl BrokerConfig {
             sluice_broker_disconnect_fence_ms: Some(500),
             sluice_shard_tail_cache_bytes: 32 << 20,
             sluice_shard_page_cache_window_bytes: None,
+            sluice_shard_preallocate_bytes: 256 << 20,
             sluice_shards: 0,
             sluice_controller_dedicated_core: false,
             sluice_spin_before_park_us: 0,

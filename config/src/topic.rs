@@ -515,6 +515,7 @@ fn broker_setting_value(c: &BrokerConfig, name: &str) -> (Option<String>, Config
             Long,
         ),
         "sluice.shard.tail.cache.bytes" => (s(c.sluice_shard_tail_cache_bytes.to_string()), Long),
+        "sluice.shard.preallocate.bytes" => (s(c.sluice_shard_preallocate_bytes.to_string()), Long),
         "sluice.shard.page.cache.window.bytes" => (
             s(c.sluice_shard_page_cache_window_bytes
                 .map_or(-1, |b| b as i64)

@@ -130,8 +130,13 @@ impl OffsetIndex {
 
     /// File bytes of the entries from `from` on.
     pub fn encode_from(&self, from: usize) -> Vec<u8> {
-        let mut out = Vec::with_capacity((self.entries.len() - from) * OFFSET_ENTRY_BYTES);
-        for &(o, p) in &self.entries[from..] {
+        self.encode_range(from, self.entries.len())
+    }
+
+    /// File bytes of the entries `[from, to)`.
+    pub fn encode_range(&self, from: usize, to: usize) -> Vec<u8> {
+        let mut out = Vec::with_capacity((to - from) * OFFSET_ENTRY_BYTES);
+        for &(o, p) in &self.entries[from..to] {
             out.extend_from_slice(&o.to_be_bytes());
             out.extend_from_slice(&p.to_be_bytes());
         }
@@ -246,8 +251,13 @@ impl TimeIndex {
     }
 
     pub fn encode_from(&self, from: usize) -> Vec<u8> {
-        let mut out = Vec::with_capacity((self.entries.len() - from) * TIME_ENTRY_BYTES);
-        for &(t, o) in &self.entries[from..] {
+        self.encode_range(from, self.entries.len())
+    }
+
+    /// File bytes of the entries `[from, to)`.
+    pub fn encode_range(&self, from: usize, to: usize) -> Vec<u8> {
+        let mut out = Vec::with_capacity((to - from) * TIME_ENTRY_BYTES);
+        for &(t, o) in &self.entries[from..to] {
             out.extend_from_slice(&t.to_be_bytes());
             out.extend_from_slice(&o.to_be_bytes());
         }

@@ -534,6 +534,7 @@ impl<'a> LogLoader<'a> {
                     l.segment.time_index.borrow_mut().maybe_append();
                 }
                 let files = self.write_index_files(&l.segment).await?;
+                l.segment.mark_index_on_disk();
                 if active {
                     l.segment.set_index_files(Some(files));
                 } else {
@@ -568,6 +569,7 @@ impl<'a> LogLoader<'a> {
         let time_index = TimeIndex::decode(&time_bytes, limit)?;
         *seg.offset_index.borrow_mut() = offset_index;
         *seg.time_index.borrow_mut() = time_index;
+        seg.mark_index_on_disk();
         Ok(())
     }
 

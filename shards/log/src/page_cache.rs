@@ -26,6 +26,15 @@
 //! such page (its copy out of the socket, on loopback) cost it 1.8 CPU s per GiB against 0.25
 //! (ARCHITECTURE.md, the page-cache window's rows).
 //!
+//! The system calls all this takes (`sync_file_range`, `posix_fadvise`, and `fallocate` for
+//! [`FileMark::preallocate`]) run on the shard's file worker, a thread of its own fed by a
+//! bounded queue ([`FileJob`]), not on the shard: they block. Traced on the bench host, the
+//! shard spent 9 % of a 1,000-partition run in D state inside them (`wbt_wait` on the block
+//! layer's writeback throttle, `ext4_wait_block_bitmap` in block allocation), and they were
+//! 21.6 % of its CPU samples in a produce-only run (ARCHITECTURE.md, "The window's system calls
+//! on a file worker"). A job the queue refuses runs on the shard, so the page cache never gets
+//! more than the queue's 256 MiB of drops ahead of the window.
+//!
 //! One window per shard thread (a thread-local, as the shard owns its partitions and its
 //! thread): the partitions of a shard share it, oldest append out first. Each segment file
 //! holds a [`FileMark`] with the positions written back and dropped so far; the window holds
@@ -37,6 +46,8 @@ use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::rc::{Rc, Weak};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::{self, SyncSender, TrySendError};
 use std::sync::Arc;
 
 const PAGE_BYTES: u64 = 4096;
@@ -77,6 +88,16 @@ pub struct FileMark {
     pending_bytes: Cell<u64>,
     /// Where the last drop of read-back pages of this file ended.
     read_back_dropped_to: Cell<u64>,
+    /// Where the file's blocks are (being) preallocated to: see [`FileMark::preallocate`].
+    preallocated_to: Cell<u64>,
+    /// Counted in this shard's files taking part in preallocation.
+    preallocating: Cell<bool>,
+}
+
+impl Drop for FileMark {
+    fn drop(&mut self) {
+        self.leave_preallocation();
+    }
 }
 
 impl FileMark {
@@ -88,6 +109,8 @@ impl FileMark {
             dropped_to: Cell::new(0),
             pending_bytes: Cell::new(0),
             read_back_dropped_to: Cell::new(0),
+            preallocated_to: Cell::new(0),
+            preallocating: Cell::new(false),
         })
     }
 
@@ -96,27 +119,15 @@ impl FileMark {
         if end <= from {
             return;
         }
-        let rc = self.sync_range(from, end, libc::SYNC_FILE_RANGE_WRITE);
         // A failure only leaves the pages to the kernel's own writeback; the append that
         // wrote them already succeeded and a later fsync reports any I/O error.
-        if rc == 0 {
-            self.written_back_to.set(end);
-        }
+        self.written_back_to.set(end);
         count(|s| s.writeback_calls += 1);
-    }
-
-    /// `sync_file_range` of `[from, to)` with `flags`; its return code.
-    fn sync_range(&self, from: u64, to: u64, flags: libc::c_uint) -> libc::c_int {
-        // SAFETY: sync_file_range reads the descriptor and the numbers only; the descriptor
-        // lives as long as this mark.
-        unsafe {
-            libc::sync_file_range(
-                self.fd.as_raw_fd(),
-                from as libc::off64_t,
-                (to - from) as libc::off64_t,
-                flags,
-            )
-        }
+        submit(FileJob::StartWriteback {
+            fd: self.fd.clone(),
+            from,
+            to: end,
+        });
     }
 
     fn drop_pages(&self, end: u64) {
@@ -126,32 +137,15 @@ impl FileMark {
         if to <= from {
             return;
         }
-        // Dirty pages or pages under writeback are not dropped. Their writeback started half a
-        // window ago, so this waits only when the disk is that far behind the appends (then
-        // the shard waits as Kafka's writer would in the kernel's dirty-page throttling).
-        self.sync_range(
-            from,
-            to,
-            libc::SYNC_FILE_RANGE_WAIT_BEFORE
-                | libc::SYNC_FILE_RANGE_WRITE
-                | libc::SYNC_FILE_RANGE_WAIT_AFTER,
-        );
-        // SAFETY: fadvise reads the descriptor and the numbers only; the descriptor lives as
-        // long as this mark.
-        let rc = unsafe {
-            libc::posix_fadvise(
-                self.fd.as_raw_fd(),
-                from as libc::off_t,
-                (to - from) as libc::off_t,
-                libc::POSIX_FADV_DONTNEED,
-            )
-        };
-        if rc == 0 {
-            self.dropped_to.set(to);
-        }
+        self.dropped_to.set(to);
         count(|s| {
             s.drop_calls += 1;
             s.dropped_bytes += to - from;
+        });
+        submit(FileJob::DropPages {
+            fd: self.fd.clone(),
+            from,
+            to,
         });
     }
 
@@ -178,21 +172,316 @@ impl FileMark {
             return;
         }
         self.read_back_dropped_to.set(to);
-        // SAFETY: fadvise reads the descriptor and the numbers only; the descriptor lives as
-        // long as this mark.
-        unsafe {
-            libc::posix_fadvise(
-                self.fd.as_raw_fd(),
-                from as libc::off_t,
-                (to - from) as libc::off_t,
-                libc::POSIX_FADV_DONTNEED,
-            );
-        }
         count(|s| {
             s.read_back_drop_calls += 1;
             s.read_back_dropped_bytes += to - from;
         });
+        submit(FileJob::DropReadBack {
+            fd: self.fd.clone(),
+            from,
+            to,
+        });
     }
+
+    /// Before an append ending at `end` is written: keeps the file's blocks allocated a step
+    /// or two ahead of it (`fallocate(FALLOC_FL_KEEP_SIZE)` on the file worker, never past
+    /// `limit`: the segment's size). The step is this shard's preallocation budget
+    /// ([`set_preallocate_bytes`]) over twice the files taking part, at most 4 MiB; a file
+    /// joins only while that leaves it a step of at least 256 KiB, so the blocks allocated
+    /// ahead of the shard's appends stay within the budget.
+    ///
+    /// Why (ARCHITECTURE.md, "Preallocated segment blocks"): a buffered append into blocks not
+    /// yet allocated reserves them (ext4's delayed allocation: `ext4_da_get_block_prep`), and
+    /// the writeback that follows allocates them while holding the file's `i_data_sem`, which
+    /// the next append then waits for. Into preallocated blocks neither happens. The file's
+    /// size is unchanged (`KEEP_SIZE`): recovery and readers see the bytes appended only, and
+    /// a rolled segment's unused blocks are freed ([`Self::trim`]).
+    pub fn preallocate(&self, end: u64, limit: u64) {
+        let joining = !self.preallocating.get();
+        // A file joining (a segment loaded after a restart, say) starts at its end: what it
+        // holds is allocated already.
+        let floor = if joining {
+            end / PAGE_BYTES * PAGE_BYTES
+        } else {
+            0
+        };
+        let from = self.preallocated_to.get().max(floor);
+        if from >= limit {
+            return;
+        }
+        let Some(step_bytes) = preallocate_step_bytes(joining) else {
+            return;
+        };
+        if end + step_bytes <= from {
+            return;
+        }
+        let to = ((end / step_bytes + 2) * step_bytes).min(limit.max(end));
+        if to <= from {
+            return;
+        }
+        if joining {
+            self.preallocating.set(true);
+            PREALLOCATING_FILES.with(|n| n.set(n.get() + 1));
+        }
+        self.preallocated_to.set(to);
+        count(|s| s.preallocate_calls += 1);
+        submit(FileJob::Preallocate {
+            fd: self.fd.clone(),
+            from,
+            to,
+        });
+    }
+
+    /// Leaves the files taking part in preallocation.
+    fn leave_preallocation(&self) {
+        if self.preallocating.replace(false) {
+            PREALLOCATING_FILES.with(|n| n.set(n.get() - 1));
+        }
+    }
+
+    /// Frees the blocks preallocated past `size`: a rolled segment's final size, all of it
+    /// reserved by appends (nothing is appended to it again). `ftruncate` to the size it has:
+    /// ext4 frees the blocks past the end then (a hole punched there is ignored). On the
+    /// shard, once a segment: a job on the worker could run after a truncation cut the file
+    /// shorter, and would lengthen it again.
+    pub fn trim(&self, size: u64) {
+        self.leave_preallocation();
+        if self.preallocated_to.replace(0) <= size {
+            return;
+        }
+        count(|s| s.trim_calls += 1);
+        // SAFETY: ftruncate reads the descriptor and the number only; the mark owns the
+        // descriptor.
+        unsafe {
+            libc::ftruncate(self.fd.as_raw_fd(), size as libc::off_t);
+        }
+    }
+}
+
+/// A system call the shard's file worker runs for it (see the module comment): the file and
+/// the bytes `[from, to)`.
+#[derive(Debug)]
+enum FileJob {
+    /// `sync_file_range(SYNC_FILE_RANGE_WRITE)`: starts writeback.
+    StartWriteback {
+        fd: Arc<OwnedFd>,
+        from: u64,
+        to: u64,
+    },
+    /// Waits for the range's writeback (starting what is still dirty), then
+    /// `posix_fadvise(DONTNEED)`.
+    DropPages {
+        fd: Arc<OwnedFd>,
+        from: u64,
+        to: u64,
+    },
+    /// `posix_fadvise(DONTNEED)` of clean pages read back.
+    DropReadBack {
+        fd: Arc<OwnedFd>,
+        from: u64,
+        to: u64,
+    },
+    /// `fallocate(FALLOC_FL_KEEP_SIZE)`.
+    Preallocate {
+        fd: Arc<OwnedFd>,
+        from: u64,
+        to: u64,
+    },
+    /// Answers once every job queued before it has run ([`settle`]).
+    Settle(SyncSender<()>),
+}
+
+impl FileJob {
+    /// Runs the system call. Failures are left: each only leaves pages or blocks to the
+    /// kernel's own management; appends and fsyncs report their own errors.
+    fn run(self) {
+        match self {
+            FileJob::StartWriteback { fd, from, to } => {
+                sync_range(&fd, from, to, libc::SYNC_FILE_RANGE_WRITE);
+            }
+            FileJob::DropPages { fd, from, to } => {
+                // Dirty pages or pages under writeback are not dropped. Their writeback started
+                // half a window ago, so this waits only when the disk is that far behind.
+                sync_range(
+                    &fd,
+                    from,
+                    to,
+                    libc::SYNC_FILE_RANGE_WAIT_BEFORE
+                        | libc::SYNC_FILE_RANGE_WRITE
+                        | libc::SYNC_FILE_RANGE_WAIT_AFTER,
+                );
+                fadvise_dontneed(&fd, from, to);
+            }
+            FileJob::DropReadBack { fd, from, to } => fadvise_dontneed(&fd, from, to),
+            FileJob::Preallocate { fd, from, to } => fallocate(&fd, from, to),
+            FileJob::Settle(done) => {
+                let _ = done.send(());
+            }
+        }
+    }
+}
+
+/// `sync_file_range` of `[from, to)` with `flags`.
+fn sync_range(fd: &OwnedFd, from: u64, to: u64, flags: libc::c_uint) {
+    // SAFETY: sync_file_range reads the descriptor and the numbers only; the job owns the
+    // descriptor.
+    unsafe {
+        libc::sync_file_range(
+            fd.as_raw_fd(),
+            from as libc::off64_t,
+            (to - from) as libc::off64_t,
+            flags,
+        );
+    }
+}
+
+fn fadvise_dontneed(fd: &OwnedFd, from: u64, to: u64) {
+    // SAFETY: fadvise reads the descriptor and the numbers only; the job owns the descriptor.
+    unsafe {
+        libc::posix_fadvise(
+            fd.as_raw_fd(),
+            from as libc::off_t,
+            (to - from) as libc::off_t,
+            libc::POSIX_FADV_DONTNEED,
+        );
+    }
+}
+
+/// `fallocate(FALLOC_FL_KEEP_SIZE)` of `[from, to)`.
+fn fallocate(fd: &OwnedFd, from: u64, to: u64) {
+    // SAFETY: fallocate reads the descriptor and the numbers only; the job owns the descriptor.
+    unsafe {
+        libc::fallocate(
+            fd.as_raw_fd(),
+            libc::FALLOC_FL_KEEP_SIZE,
+            from as libc::off_t,
+            (to - from) as libc::off_t,
+        );
+    }
+}
+
+/// Jobs queued for the file worker at most.
+const FILE_JOBS_MAX: usize = 1024;
+/// Bytes of page drops queued for the file worker at most: what the window let go of and the
+/// kernel has not yet dropped. 64 jobs left the shard running drops itself (and waiting in
+/// them) in bursts with 1,000 partitions.
+const FILE_JOBS_DROP_BYTES_MAX: u64 = 256 << 20;
+
+/// The sending end of a shard's file worker.
+struct FileWorker {
+    jobs: SyncSender<FileJob>,
+    /// Bytes of page drops queued: added here, taken off by the worker once dropped.
+    queued_drop_bytes: Arc<AtomicU64>,
+}
+
+thread_local! {
+    /// This shard's file worker, started by the first job; `None` inside: no thread could be
+    /// started, and jobs run on the shard.
+    static FILE_WORKER: RefCell<Option<Option<FileWorker>>> = const { RefCell::new(None) };
+}
+
+impl FileJob {
+    /// Bytes of pages the job drops.
+    fn drop_bytes(&self) -> u64 {
+        match self {
+            FileJob::DropPages { from, to, .. } | FileJob::DropReadBack { from, to, .. } => {
+                to - from
+            }
+            _ => 0,
+        }
+    }
+}
+
+/// Hands `job` to this thread's file worker; runs it here when the worker's queue is full
+/// (the shard then waits for the disk, as a writer does in the kernel's dirty throttling) or
+/// there is no worker.
+fn submit(job: FileJob) {
+    let refused = FILE_WORKER.with(|w| {
+        let mut w = w.borrow_mut();
+        let Some(worker) = w.get_or_insert_with(start_file_worker) else {
+            return Some(job);
+        };
+        let drop_bytes = job.drop_bytes();
+        let queued = worker.queued_drop_bytes.load(Ordering::Relaxed);
+        if drop_bytes > 0 && queued + drop_bytes > FILE_JOBS_DROP_BYTES_MAX {
+            return Some(job);
+        }
+        worker
+            .queued_drop_bytes
+            .fetch_add(drop_bytes, Ordering::Relaxed);
+        match worker.jobs.try_send(job) {
+            Ok(()) => None,
+            Err(TrySendError::Full(job) | TrySendError::Disconnected(job)) => {
+                worker
+                    .queued_drop_bytes
+                    .fetch_sub(drop_bytes, Ordering::Relaxed);
+                Some(job)
+            }
+        }
+    });
+    if let Some(job) = refused {
+        count(|s| s.inline_jobs += 1);
+        job.run();
+    }
+}
+
+/// Starts the file worker of this thread (named after it); it ends when the thread's sender
+/// goes, with the thread.
+fn start_file_worker() -> Option<FileWorker> {
+    let (jobs, queue) = mpsc::sync_channel::<FileJob>(FILE_JOBS_MAX);
+    let queued_drop_bytes = Arc::new(AtomicU64::new(0));
+    let queued = queued_drop_bytes.clone();
+    let name = std::thread::current().name().unwrap_or("shard").to_owned();
+    // Linux keeps 15 bytes of a thread's name: "shard-0-1" + "-files".
+    let name = format!("{}-files", &name[..name.len().min(9)]);
+    std::thread::Builder::new()
+        .name(name)
+        .spawn(move || {
+            for job in queue.iter() {
+                let drop_bytes = job.drop_bytes();
+                job.run();
+                queued.fetch_sub(drop_bytes, Ordering::Relaxed);
+            }
+        })
+        .ok()?;
+    Some(FileWorker {
+        jobs,
+        queued_drop_bytes,
+    })
+}
+
+/// Waits until the file worker has run every job this thread queued before: for tests, which
+/// look at the page cache after the window's calls.
+pub fn settle() {
+    let (done, wait) = mpsc::sync_channel(1);
+    submit(FileJob::Settle(done));
+    let _ = wait.recv();
+}
+
+/// The most a file is preallocated ahead in one step: 4 MiB steps gave the gains measured.
+const PREALLOCATE_STEP_MAX_BYTES: u64 = 4 << 20;
+/// The least: below it a file's `fallocate`s would come every few appends.
+const PREALLOCATE_STEP_MIN_BYTES: u64 = 256 << 10;
+
+thread_local! {
+    /// This shard's budget of blocks allocated ahead of its appends; 0 turns preallocation off.
+    static PREALLOCATE_BYTES: Cell<u64> = const { Cell::new(0) };
+    /// Segment files of this shard taking part (each at most two steps ahead).
+    static PREALLOCATING_FILES: Cell<u64> = const { Cell::new(0) };
+}
+
+/// Sets this shard's preallocation budget ([`FileMark::preallocate`]); 0 turns it off.
+pub fn set_preallocate_bytes(budget_bytes: u64) {
+    PREALLOCATE_BYTES.with(|s| s.set(budget_bytes));
+}
+
+/// The step of a file taking part (`joining`: one more file would), if the budget leaves it
+/// one of at least [`PREALLOCATE_STEP_MIN_BYTES`].
+fn preallocate_step_bytes(joining: bool) -> Option<u64> {
+    let budget_bytes = PREALLOCATE_BYTES.with(Cell::get);
+    let files = PREALLOCATING_FILES.with(Cell::get) + u64::from(joining);
+    let step_bytes = budget_bytes / (2 * files.max(1)) / PAGE_BYTES * PAGE_BYTES;
+    (step_bytes >= PREALLOCATE_STEP_MIN_BYTES).then(|| step_bytes.min(PREALLOCATE_STEP_MAX_BYTES))
 }
 
 /// One append's range in the window: the file and where the range ends.
@@ -219,6 +508,12 @@ pub struct WindowStats {
     pub read_back_drop_calls: u64,
     /// Bytes of read-back pages handed to `posix_fadvise(DONTNEED)`.
     pub read_back_dropped_bytes: u64,
+    /// `fallocate` calls preallocating blocks ahead of appends.
+    pub preallocate_calls: u64,
+    /// `fallocate` calls freeing a rolled segment's unused preallocated blocks.
+    pub trim_calls: u64,
+    /// Jobs run on the shard, not the file worker: its queue was full (or it had none).
+    pub inline_jobs: u64,
 }
 
 struct Window {
@@ -246,6 +541,9 @@ thread_local! {
                 forgotten_ranges: 0,
                 read_back_drop_calls: 0,
                 read_back_dropped_bytes: 0,
+                preallocate_calls: 0,
+                trim_calls: 0,
+                inline_jobs: 0,
             },
         })
     };
@@ -521,6 +819,7 @@ mod tests {
         while at + fetch_bytes <= 40 << 20 {
             file.read_exact_at(&mut buf, at).unwrap();
             sent(&mark, at, at + fetch_bytes);
+            settle();
             at += fetch_bytes;
             let behind_to = at.saturating_sub(share_bytes + 2 * FOLIO_MAX_BYTES);
             if behind_to > first {
@@ -561,6 +860,7 @@ mod tests {
         }
         // What left the window was clean when dropped (the drop waits for its writeback): at
         // most the window, a file step and a page stay cached.
+        settle();
         let cached_bytes = crate::file_io::cached_pages(mark.fd.as_raw_fd(), 0, end)
             .expect("cachestat (Linux 6.5+)")
             * PAGE_BYTES;
@@ -683,22 +983,78 @@ mod tests {
         assert_eq!(window.held.front().map(|h| h.end), Some(2 * PAGE_BYTES));
     }
 
+    /// Bytes of disk blocks the file holds.
+    fn allocated_bytes(file: &std::fs::File) -> u64 {
+        use std::os::unix::fs::MetadataExt;
+        file.metadata().unwrap().blocks() * 512
+    }
+
+    /// Blocks are allocated a step or two ahead of the appends (the file's size unchanged),
+    /// the unused ones go when the segment is trimmed, and however many files take part the
+    /// blocks allocated ahead stay within the shard's budget.
+    #[test]
+    fn preallocation_runs_ahead_of_appends_within_the_budget() {
+        let (dir, path, mut file, mark, chunk) = file_with_16_mib_window("pre");
+        set_window_bytes(0);
+        let budget_bytes = 64 << 20;
+        set_preallocate_bytes(budget_bytes);
+        let mut end = 0u64;
+        while end < 10 << 20 {
+            mark.preallocate(end + chunk.len() as u64, 1 << 30);
+            file.write_all(&chunk).unwrap();
+            end += chunk.len() as u64;
+            settle();
+            let ahead = allocated_bytes(&file).saturating_sub(end);
+            assert!(
+                ahead >= PREALLOCATE_STEP_MAX_BYTES - chunk.len() as u64
+                    && ahead <= 2 * PREALLOCATE_STEP_MAX_BYTES,
+                "{ahead} bytes allocated ahead at {end}"
+            );
+        }
+        assert_eq!(
+            std::fs::metadata(&path).unwrap().len(),
+            end,
+            "size unchanged"
+        );
+        mark.trim(end);
+        assert!(allocated_bytes(&file) < end + PAGE_BYTES * 16);
+        assert_eq!(
+            PREALLOCATING_FILES.with(Cell::get),
+            0,
+            "a trimmed file left"
+        );
+        // Many files: those that join get a smaller step, and the rest none.
+        let marks: Vec<_> = (0..300)
+            .map(|_| FileMark::new(Arc::new(tempfile_fd())))
+            .collect();
+        for m in &marks {
+            m.preallocate(4096, 1 << 30);
+        }
+        settle();
+        let joined = PREALLOCATING_FILES.with(Cell::get);
+        assert_eq!(joined, budget_bytes / (2 * PREALLOCATE_STEP_MIN_BYTES));
+        let ahead_bytes: u64 = marks.iter().map(|m| m.preallocated_to.get()).sum();
+        assert!(ahead_bytes <= budget_bytes + joined * PREALLOCATE_STEP_MAX_BYTES);
+        drop(marks);
+        assert_eq!(PREALLOCATING_FILES.with(Cell::get), 0, "dropped files left");
+        set_preallocate_bytes(0);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
     fn tempfile_fd() -> OwnedFd {
         let path = std::env::temp_dir().join(format!(
             "sluice-pcw-fd-{}-{}",
             std::process::id(),
-            stats().writeback_calls + stats().drop_calls + rand_suffix()
+            rand_suffix()
         ));
         let file = std::fs::File::create(&path).unwrap();
         std::fs::remove_file(&path).unwrap();
         file.into()
     }
 
+    /// Unique in the process: the tests run on threads of their own.
     fn rand_suffix() -> u64 {
-        thread_local!(static N: Cell<u64> = const { Cell::new(0) });
-        N.with(|n| {
-            n.set(n.get() + 1);
-            n.get()
-        })
+        static N: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        N.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
     }
 }

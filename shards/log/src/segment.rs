@@ -60,18 +60,12 @@ pub(crate) struct IndexFiles {
     pub time: BufferedFile,
 }
 
-/// Index file bytes one append adds: (position in the file, entries).
-#[derive(Default)]
-pub(crate) struct IndexWrite {
-    pub offset: Option<(u64, Vec<u8>)>,
-    pub time: Option<(u64, Vec<u8>)>,
-}
-
-impl IndexWrite {
-    pub fn is_empty(&self) -> bool {
-        self.offset.is_none() && self.time.is_none()
-    }
-}
+/// Index entries written to the files together at least: an append adds one entry per
+/// `index.interval.bytes` (4 KiB) at most, so small batches over many partitions wrote one
+/// or two 8- and 12-byte `pwrite`s per append (4.6 % of the shard's samples with 1,000
+/// partitions). The files only matter after a flush or a clean shutdown (the loader rebuilds
+/// the indexes of segments past the recovery point), and both write what is pending first.
+const INDEX_ENTRIES_PER_WRITE: usize = 64;
 
 /// A segment (Kafka's `LogSegment`): `<base offset>.log` holding whole v2
 /// batches back to back, with its offset and time indexes.
@@ -104,6 +98,9 @@ pub(crate) struct LogSegment {
     /// What the shard's page-cache window did to this file (`page_cache.rs`), made by the
     /// first append while a window is set.
     page_cache_mark: RefCell<Option<Rc<FileMark>>>,
+    /// Entries of (`offset_index`, `time_index`) in their files; those after are written by
+    /// [`LogSegment::write_index`].
+    index_on_disk: Cell<(usize, usize)>,
 }
 
 impl LogSegment {
@@ -123,6 +120,7 @@ impl LogSegment {
             final_index_pending: Cell::new(false),
             send_fd: RefCell::new(None),
             page_cache_mark: RefCell::new(None),
+            index_on_disk: Cell::new((0, 0)),
         }
     }
 
@@ -142,6 +140,7 @@ impl LogSegment {
             final_index_pending: Cell::new(false),
             send_fd: RefCell::new(None),
             page_cache_mark: RefCell::new(None),
+            index_on_disk: Cell::new((0, 0)),
         }
     }
 
@@ -250,22 +249,62 @@ impl LogSegment {
     }
 
     /// Writes one append's index entries (after the segment file exists).
-    pub async fn write_index(&self, write: IndexWrite) -> Result<(), LogError> {
-        if write.is_empty() {
+    /// Writes the index entries not yet in the files: all of them with `all`, else only once
+    /// [`INDEX_ENTRIES_PER_WRITE`] are pending.
+    pub async fn write_index(&self, all: bool) -> Result<(), LogError> {
+        let (offset_from, time_from) = self.index_on_disk.get();
+        let (offset_to, time_to) = self.index_lens();
+        assert!(
+            offset_from <= offset_to && time_from <= time_to,
+            "entries on disk are kept"
+        );
+        let pending = offset_to - offset_from + time_to - time_from;
+        if pending == 0 || (!all && pending < INDEX_ENTRIES_PER_WRITE) {
             return Ok(());
         }
+        // Taken before the writes: another append's write meanwhile takes the entries after.
+        self.index_on_disk.set((offset_to, time_to));
+        let offset = self
+            .offset_index
+            .borrow()
+            .encode_range(offset_from, offset_to);
+        let time = self.time_index.borrow().encode_range(time_from, time_to);
         let files = self.index_files().await?;
-        if let Some((pos, bytes)) = write.offset {
-            write_all(&files.offset, &self.offset_index_path(), bytes, pos).await?;
+        if !offset.is_empty() {
+            let pos = (offset_from * OFFSET_ENTRY_BYTES) as u64;
+            write_all(&files.offset, &self.offset_index_path(), offset, pos).await?;
         }
-        if let Some((pos, bytes)) = write.time {
-            write_all(&files.time, &self.time_index_path(), bytes, pos).await?;
+        if !time.is_empty() {
+            let pos = (time_from * TIME_ENTRY_BYTES) as u64;
+            write_all(&files.time, &self.time_index_path(), time, pos).await?;
         }
         Ok(())
     }
 
+    /// After the in-memory indexes were cut (a truncation): the entries the files hold are
+    /// at most those left; the files are cut to them next (`truncate_files`).
+    pub fn index_cut(&self) {
+        let (offset_on_disk, time_on_disk) = self.index_on_disk.get();
+        let (offset_len, time_len) = self.index_lens();
+        self.index_on_disk
+            .set((offset_on_disk.min(offset_len), time_on_disk.min(time_len)));
+    }
+
+    /// Notes that the index files hold every entry in memory (loaded from them, or written).
+    pub fn mark_index_on_disk(&self) {
+        self.index_on_disk.set(self.index_lens());
+    }
+
+    fn index_lens(&self) -> (usize, usize) {
+        (
+            self.offset_index.borrow().len(),
+            self.time_index.borrow().len(),
+        )
+    }
+
     /// fdatasyncs the index files if this segment has them open.
     pub async fn sync_index_files(&self) -> Result<(), LogError> {
+        self.write_index(true).await?;
         if let Some(files) = self.open_index_files() {
             files
                 .offset
@@ -335,12 +374,9 @@ impl LogSegment {
     }
 
     /// Appends the final time index entry (the segment's largest timestamp)
-    /// when it stops being active; returns the bytes to write, if any.
-    pub fn final_time_index_entry(&self) -> Option<(u64, Vec<u8>)> {
-        let mut time = self.time_index.borrow_mut();
-        let from = time.len();
-        time.maybe_append()
-            .then(|| ((from * TIME_ENTRY_BYTES) as u64, time.encode_from(from)))
+    /// when it stops being active; whether it did ([`Self::write_index`] writes it).
+    pub fn final_time_index_entry(&self) -> bool {
+        self.time_index.borrow_mut().maybe_append()
     }
 }
 

@@ -170,6 +170,7 @@ async fn serve(start: ShardStart) -> Result<(), String> {
         "one mesh peer per data shard"
     );
     sluice_log::page_cache::set_window_bytes(page_cache_window_bytes(&config, shard_count));
+    sluice_log::page_cache::set_preallocate_bytes(config.sluice_shard_preallocate_bytes);
     let replicas = ReplicaManager::new(
         config.node_id,
         config.log_dirs.clone(),

@@ -14,9 +14,8 @@ use crate::batch::{self, check_crc, parse_header, BatchHeader, RECORD_BATCH_OVER
 use crate::config::{LogConfig, TimestampType};
 use crate::error::LogError;
 use crate::file_io::write_all;
-use crate::index::{OFFSET_ENTRY_BYTES, TIME_ENTRY_BYTES};
 use crate::leader_epoch::InvalidEpochEntry;
-use crate::segment::{IndexWrite, LogSegment};
+use crate::segment::LogSegment;
 
 /// Everything an append fixed synchronously, handed to its write task.
 struct Reservation {
@@ -27,11 +26,9 @@ struct Reservation {
     position: u64,
     /// The patched batches: written from here and, refcounted, held by the tail cache.
     buf: Bytes,
-    /// Index entries this append added to `segment`.
-    index_write: IndexWrite,
-    /// When this append rolled: the previous segment and its final time
-    /// index entry, written before this append completes.
-    rolled_from: Option<(Rc<LogSegment>, IndexWrite)>,
+    /// When this append rolled: the previous segment, whose pending index entries (its final
+    /// time index entry among them) are written before this append completes.
+    rolled_from: Option<Rc<LogSegment>>,
     info: LogAppendInfo,
     /// The append changed the epoch cache: its checkpoint is written before the append returns.
     epochs_changed: bool,
@@ -393,7 +390,7 @@ impl Log {
         let position = segment.size.get();
         let (mut buf, frame_hold) = batches.into_write_buffer(len);
         debug_assert_eq!(buf.len(), len);
-        let (index_write, epochs_changed) = self.patch_and_index(
+        let epochs_changed = self.patch_and_index(
             &mut buf,
             &segment,
             first_offset,
@@ -437,7 +434,6 @@ impl Log {
             creates_segment,
             position,
             buf,
-            index_write,
             rolled_from,
             info,
             epochs_changed,
@@ -464,7 +460,7 @@ impl Log {
         last_offset: i64,
         summary: &AppendSummary,
         now_ms: i64,
-    ) -> Result<(Rc<LogSegment>, Option<(Rc<LogSegment>, IndexWrite)>), LogError> {
+    ) -> Result<(Rc<LogSegment>, Option<Rc<LogSegment>>), LogError> {
         if len > i32::MAX as usize {
             return Err(LogError::AppendTooLarge { size: len });
         }
@@ -484,12 +480,9 @@ impl Log {
         let base = first_offset;
         let rolled = Rc::new(LogSegment::rolling(base, &self.dir, now_ms));
         st.segments.insert(base, rolled.clone());
-        let final_entry = IndexWrite {
-            offset: None,
-            time: active.final_time_index_entry(),
-        };
+        active.final_time_index_entry();
         active.final_index_pending.set(true);
-        Ok((rolled, Some((active, final_entry))))
+        Ok((rolled, Some(active)))
     }
 
     fn should_roll(
@@ -517,8 +510,8 @@ impl Log {
     }
 
     /// Rewrites base offsets (and a leader's epoch) in the write buffer, feeds the segment's
-    /// indexes and the epoch cache; returns the index file bytes to append and whether the
-    /// epoch cache changed.
+    /// indexes (in memory: [`LogSegment::write_index`] writes the files) and the epoch cache;
+    /// returns whether the epoch cache changed.
     fn patch_and_index(
         &self,
         buf: &mut [u8],
@@ -527,7 +520,7 @@ impl Log {
         position: u64,
         log_append_time_ms: Option<i64>,
         origin: AppendOrigin,
-    ) -> (IndexWrite, bool) {
+    ) -> bool {
         let mut index = segment.offset_index.borrow_mut();
         let mut time = segment.time_index.borrow_mut();
         let mut epochs = self.epoch_cache.borrow_mut();
@@ -539,7 +532,6 @@ impl Log {
                 epochs_changed |= epochs.assign(epoch, first_offset).unwrap_or(false);
             }
         }
-        let (index_from, time_from) = (index.len(), time.len());
         let index_interval_bytes = self.config.borrow().index_interval_bytes;
         let mut offset = first_offset;
         let mut pos = 0usize;
@@ -582,21 +574,7 @@ impl Log {
             offset = last + 1;
             pos += header.size;
         }
-        let write = IndexWrite {
-            offset: (index.len() > index_from).then(|| {
-                (
-                    (index_from * OFFSET_ENTRY_BYTES) as u64,
-                    index.encode_from(index_from),
-                )
-            }),
-            time: (time.len() > time_from).then(|| {
-                (
-                    (time_from * TIME_ENTRY_BYTES) as u64,
-                    time.encode_from(time_from),
-                )
-            }),
-        };
-        (write, epochs_changed)
+        epochs_changed
     }
 
     /// Records that the write of reservation `seq` completed; advances the
@@ -638,29 +616,33 @@ async fn write_reserved(log: Rc<Log>, r: Reservation) -> Result<(), LogError> {
         creates_segment,
         position,
         buf,
-        index_write,
         rolled_from,
         info,
         epochs_changed: _,
     } = r;
-    let previous = rolled_from.as_ref().map(|(p, _)| p.clone());
+    let previous = rolled_from.clone();
     let result = async {
         if creates_segment {
             segment.create_file().await?;
         }
-        if let Some((previous, final_entry)) = rolled_from {
-            previous.write_index(final_entry).await?;
+        if let Some(previous) = rolled_from {
+            previous.write_index(true).await?;
             previous.final_index_pending.set(false);
         }
         let file = segment.file().await?;
+        let len = buf.len() as u64;
+        let mark = segment.page_cache_mark(&file)?;
+        if let Some(mark) = &mark {
+            let segment_bytes = log.config.borrow().effective_segment_bytes();
+            mark.preallocate(position + len, segment_bytes);
+        }
         write_all(&file, &segment.path, &buf, position).await?;
-        if crate::page_cache::window_bytes() > 0 {
-            if let Some(mark) = segment.page_cache_mark(&file)? {
-                let len = buf.len() as u64;
-                crate::page_cache::appended(&mark, position + len, len);
+        if let Some(mark) = &mark {
+            if crate::page_cache::window_bytes() > 0 {
+                crate::page_cache::appended(mark, position + len, len);
             }
         }
-        segment.write_index(index_write).await
+        segment.write_index(false).await
     }
     .await;
     match &result {

@@ -215,6 +215,8 @@ impl Log {
         seg.size.set(cleaned.size);
         *seg.offset_index.borrow_mut() = cleaned.offset_index;
         *seg.time_index.borrow_mut() = cleaned.time_index;
+        // The cleaner wrote the cleaned segment's index files whole.
+        seg.mark_index_on_disk();
         seg.rolling_based_timestamp
             .set(cleaned.rolling_based_timestamp);
         if let Some(last) = old.last() {

@@ -136,7 +136,16 @@ impl Log {
             return; // close() flushes everything itself
         }
         match self.flush_to(new_base).await {
-            Ok(()) => previous.set_index_files(None),
+            Ok(()) => {
+                previous.set_index_files(None);
+                // Its unused preallocated blocks go, while it is not the active segment (a
+                // truncation since may have made it that again): its size is then final.
+                if self.next_base(&previous).is_some() {
+                    if let Some(mark) = previous.existing_page_cache_mark() {
+                        mark.trim(previous.size.get());
+                    }
+                }
+            }
             Err(e) if self.stopped() => {
                 tracing::debug!(dir = %self.dir.display(), error = %e, "roll flush skipped")
             }

@@ -47,7 +47,7 @@ use crate::config::LogConfig;
 use crate::error::LogError;
 use crate::leader_epoch::{LeaderEpochCheckpointFile, LeaderEpochFileCache};
 use crate::loader::{write_clean_shutdown_marker, LoadStats, LogLoader};
-use crate::segment::{IndexWrite, LogSegment};
+use crate::segment::LogSegment;
 use crate::tail_cache::TailCache;
 use crate::waiters::Waiters;
 
@@ -430,12 +430,8 @@ impl Log {
             .last_key_value()
             .map(|(_, s)| s.clone());
         if let Some(active) = active {
-            let write = IndexWrite {
-                offset: None,
-                time: active.final_time_index_entry(),
-            };
-            if !write.is_empty() {
-                active.write_index(write).await?;
+            // After the flush above (which wrote every pending entry): only the final one.
+            if active.final_time_index_entry() {
                 active.sync_index_files().await?;
             }
         }

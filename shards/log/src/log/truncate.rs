@@ -295,6 +295,7 @@ impl Log {
                 time.observe(max_timestamp, relative_last);
             }
         }
+        segment.index_cut();
         segment.size.set(cut.position);
         segment.final_index_pending.set(false);
         if cut.position == 0 {

@@ -1043,3 +1043,69 @@ fn create_time_bounds_refuse_batches_out_of_range() {
         log.delete().await.unwrap();
     });
 }
+
+/// Appends write index entries to the files a group at a time, not one `pwrite` per append:
+/// small appends leave the files behind the indexes in memory; a flush writes every pending
+/// entry; after a crash the active segment's indexes are rebuilt by the scan, and a clean
+/// reopen reads files equal to the indexes in memory.
+#[test]
+fn index_entries_reach_their_files_in_groups_and_all_by_a_flush() {
+    run(|| async {
+        let dir = test_dir("index-groups");
+        let config = LogConfig {
+            segment_bytes: 1 << 20,
+            index_interval_bytes: 1,
+            tail_cache_bytes: 0,
+            ..LogConfig::default()
+        };
+        let log = Log::open(dir.clone(), config.clone()).await.unwrap();
+        let mut model = Model::default();
+        let on_disk = |base: i64| file_bytes(&dir, offset_index_file_name(base)).len() / 8;
+        // One entry per batch (interval of a byte): a few appends stay in memory only.
+        for _ in 0..5 {
+            append_checked(&log, &mut model, &make_batch(0, 1, 10, 1)).await;
+        }
+        let base = log.segment_bases()[0];
+        let in_memory = || log.segment(base).unwrap().offset_index.borrow().len();
+        assert!(in_memory() >= 4, "{} entries", in_memory());
+        assert_eq!(on_disk(base), 0, "a few entries are not written one by one");
+        // Enough appends for a group: the file follows within a group's size.
+        for _ in 0..200 {
+            append_checked(&log, &mut model, &make_batch(0, 1, 10, 1)).await;
+        }
+        assert!(on_disk(base) > 0 && in_memory() - on_disk(base) < 64 * 2);
+        log.flush().await.unwrap();
+        assert_eq!(
+            on_disk(base),
+            in_memory(),
+            "a flush writes every pending entry"
+        );
+        let entries = in_memory();
+        // More appends, then a crash: the scan rebuilds what the files missed.
+        for _ in 0..7 {
+            append_checked(&log, &mut model, &make_batch(0, 1, 10, 1)).await;
+        }
+        drop(log);
+        let log = Log::open(dir.clone(), config.clone()).await.unwrap();
+        assert_eq!(read_all(&log, 0).await, model.all());
+        let rebuilt = log.segment(base).unwrap().offset_index.borrow().len();
+        assert_eq!(
+            rebuilt,
+            entries + 7,
+            "one entry per batch, rebuilt by the scan"
+        );
+        let mut rng = XorShift(7);
+        check_lookups(&log, &model, config.index_interval_bytes, &mut rng).await;
+        for _ in 0..3 {
+            append_checked(&log, &mut model, &make_batch(0, 1, 10, 1)).await;
+        }
+        log.close().await.unwrap();
+        assert_eq!(
+            on_disk(base),
+            rebuilt + 3,
+            "a clean close leaves whole files"
+        );
+        drop(log);
+        let _ = std::fs::remove_dir_all(&dir);
+    });
+}
