@@ -289,6 +289,9 @@ enum FileJob {
     },
     /// Answers once every job queued before it has run ([`settle`]).
     Settle(SyncSender<()>),
+    /// Holds the worker until the sender goes: tests fill its queue behind it.
+    #[cfg(test)]
+    Hold(mpsc::Receiver<()>),
 }
 
 impl FileJob {
@@ -316,6 +319,10 @@ impl FileJob {
             FileJob::Preallocate { fd, from, to } => fallocate(&fd, from, to),
             FileJob::Settle(done) => {
                 let _ = done.send(());
+            }
+            #[cfg(test)]
+            FileJob::Hold(release) => {
+                let _ = release.recv();
             }
         }
     }
@@ -981,6 +988,46 @@ mod tests {
         );
         assert_eq!(window.unstarted_bytes, window.stats.held_bytes);
         assert_eq!(window.held.front().map(|h| h.end), Some(2 * PAGE_BYTES));
+    }
+
+    /// With the worker held, drops queue up to the queue's bytes bound; the ones past it run on
+    /// the shard (here, the test's thread) at once, and everything runs once it is released.
+    #[test]
+    fn a_full_file_worker_queue_runs_jobs_on_the_shard() {
+        let mark = FileMark::new(Arc::new(tempfile_fd()));
+        settle(); // the worker is started
+        let (release, held) = mpsc::sync_channel(0);
+        submit(FileJob::Hold(held));
+        let before = stats().inline_jobs;
+        let drop_bytes = 4 << 20;
+        let jobs = 2 * FILE_JOBS_DROP_BYTES_MAX / drop_bytes;
+        for i in 0..jobs {
+            submit(FileJob::DropReadBack {
+                fd: mark.fd.clone(),
+                from: i * drop_bytes,
+                to: (i + 1) * drop_bytes,
+            });
+        }
+        let queued = queued_drop_bytes();
+        assert_eq!(queued, FILE_JOBS_DROP_BYTES_MAX, "queued up to the bound");
+        assert_eq!(
+            stats().inline_jobs - before,
+            jobs - FILE_JOBS_DROP_BYTES_MAX / drop_bytes,
+            "the rest ran here"
+        );
+        drop(release);
+        settle();
+        let queued = queued_drop_bytes();
+        assert_eq!(queued, 0, "all run once released");
+    }
+
+    /// Bytes of page drops queued for this thread's file worker.
+    fn queued_drop_bytes() -> u64 {
+        FILE_WORKER.with(|w| {
+            let w = w.borrow();
+            let worker = w.as_ref().and_then(Option::as_ref).expect("a file worker");
+            worker.queued_drop_bytes.load(Ordering::Relaxed)
+        })
     }
 
     /// Bytes of disk blocks the file holds.
