@@ -326,6 +326,16 @@ impl FileJob {
             }
         }
     }
+
+    /// Bytes of pages the job drops.
+    fn drop_bytes(&self) -> u64 {
+        match self {
+            FileJob::DropPages { from, to, .. } | FileJob::DropReadBack { from, to, .. } => {
+                to - from
+            }
+            _ => 0,
+        }
+    }
 }
 
 /// `sync_file_range` of `[from, to)` with `flags`.
@@ -387,18 +397,6 @@ thread_local! {
     static FILE_WORKER: RefCell<Option<Option<FileWorker>>> = const { RefCell::new(None) };
 }
 
-impl FileJob {
-    /// Bytes of pages the job drops.
-    fn drop_bytes(&self) -> u64 {
-        match self {
-            FileJob::DropPages { from, to, .. } | FileJob::DropReadBack { from, to, .. } => {
-                to - from
-            }
-            _ => 0,
-        }
-    }
-}
-
 /// Hands `job` to this thread's file worker; runs it here when the worker's queue is full
 /// (the shard then waits for the disk, as a writer does in the kernel's dirty throttling) or
 /// there is no worker.
@@ -440,7 +438,7 @@ fn start_file_worker() -> Option<FileWorker> {
     let queued = queued_drop_bytes.clone();
     let name = std::thread::current().name().unwrap_or("shard").to_owned();
     // Linux keeps 15 bytes of a thread's name: "shard-0-1" + "-files".
-    let name = format!("{}-files", &name[..name.len().min(9)]);
+    let name = format!("{}-files", name.chars().take(9).collect::<String>());
     std::thread::Builder::new()
         .name(name)
         .spawn(move || {
