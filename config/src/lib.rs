@@ -348,6 +348,10 @@ pub struct BrokerConfig {
     /// `sluice.metrics.listener`: where the Prometheus `/metrics`, `/health` and `/ready`
     /// endpoint listens; None (the default, an empty string) serves none.
     pub sluice_metrics_listener: Option<SocketAddr>,
+    /// `sluice.loopback.tcp.congestion.control`: the TCP congestion control of accepted
+    /// connections whose peer is this host (over the loopback interface); empty keeps the
+    /// host's `net.ipv4.tcp_congestion_control`.
+    pub sluice_loopback_tcp_congestion_control: String,
 }
 
 impl BrokerConfig {
@@ -518,6 +522,7 @@ impl BrokerConfig {
             sluice_shard_channel_capacity: 1024,
             sluice_metadata_fetch_max_wait_ms: 500,
             sluice_metrics_listener: None,
+            sluice_loopback_tcp_congestion_control: "reno".to_string(),
         }
     }
 }
@@ -690,6 +695,24 @@ mod tests {
                     .is_err(),
                 "{bad}"
             );
+        }
+    }
+
+    #[test]
+    fn loopback_congestion_control_is_reno_by_default_and_takes_a_name_or_nothing() {
+        let mut config = BrokerConfig::default_single_node();
+        assert_eq!(config.sluice_loopback_tcp_congestion_control, "reno");
+        config
+            .apply_override("sluice.loopback.tcp.congestion.control=cubic")
+            .unwrap();
+        assert_eq!(config.sluice_loopback_tcp_congestion_control, "cubic");
+        config
+            .apply_override("sluice.loopback.tcp.congestion.control=")
+            .unwrap();
+        assert_eq!(config.sluice_loopback_tcp_congestion_control, "");
+        for bad in ["BBR", "a name", "sixteen_chars_xx", "../x"] {
+            let line = format!("sluice.loopback.tcp.congestion.control={bad}");
+            assert!(config.apply_override(&line).is_err(), "{bad} was taken");
         }
     }
 

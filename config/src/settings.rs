@@ -686,6 +686,14 @@ pub static SETTINGS: &[Setting] = &[
         },
     },
     Setting {
+        name: "sluice.loopback.tcp.congestion.control",
+        doc: "TCP congestion control of accepted connections whose peer is this host (they run over the loopback interface): a loopback path has no bottleneck to probe or pace for, and BBR (a common host default) paces it with a timer per packet, which the sending broker pays for. Empty keeps the host's net.ipv4.tcp_congestion_control; \"reno\" (the default) is the one every process may set.",
+        apply: |c, v| {
+            c.sluice_loopback_tcp_congestion_control = congestion_control(string(v)?)?;
+            Ok(())
+        },
+    },
+    Setting {
         name: "sluice.shard.channel.capacity",
         doc: "Messages each cross-shard channel holds before senders wait.",
         apply: |c, v| {
@@ -737,6 +745,22 @@ fn boolean(v: &toml::Value) -> Result<bool, String> {
         toml::Value::String(s) if s == "true" => Ok(true),
         toml::Value::String(s) if s == "false" => Ok(false),
         other => Err(format!("expected true or false, got {other}")),
+    }
+}
+
+/// A TCP congestion control's name as `TCP_CONGESTION` takes it (at most 15 bytes: the
+/// kernel's TCP_CA_NAME_MAX with its terminator), or empty. Whether this host has it is known
+/// only when a socket is set (a debug line then, and the host's default stays).
+fn congestion_control(s: &str) -> Result<String, String> {
+    let valid = s.len() < 16
+        && s.bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_');
+    if valid {
+        Ok(s.to_string())
+    } else {
+        Err(format!(
+            "expected a congestion control's name (lowercase letters, digits, _; at most 15) or \"\", got {s:?}"
+        ))
     }
 }
 

@@ -539,6 +539,9 @@ fn broker_setting_value(c: &BrokerConfig, name: &str) -> (Option<String>, Config
                 .unwrap_or_default()),
             String,
         ),
+        "sluice.loopback.tcp.congestion.control" => {
+            (s(c.sluice_loopback_tcp_congestion_control.clone()), String)
+        }
         // A setting added to SETTINGS without a line here is listed without a value.
         _ => (None, String),
     }

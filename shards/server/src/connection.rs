@@ -158,6 +158,25 @@ async fn duplicate_socket(mut stream: TcpStream) -> Option<OwnedFd> {
     }
 }
 
+/// `sluice.loopback.tcp.congestion.control` on a connection from this host itself: the path
+/// has no bottleneck, and BBR's pacing timer per packet cost the broker more than half its CPU
+/// in a catch-up read over loopback (ARCHITECTURE.md, "Loopback connections use reno").
+fn set_loopback_congestion_control(ctx: &ShardContext, stream: &TcpStream, peer: &str) {
+    let name = &ctx.config.sluice_loopback_tcp_congestion_control;
+    if name.is_empty() {
+        return;
+    }
+    let (Ok(local), Ok(remote)) = (stream.local_addr(), stream.peer_addr()) else {
+        return;
+    };
+    if !socket_io::is_loopback_path(local.ip(), remote.ip()) {
+        return;
+    }
+    if let Err(error) = socket_io::set_congestion_control(stream.as_raw_fd(), name) {
+        debug!(%peer, %error, congestion_control = %name, "cannot set the loopback connection's congestion control");
+    }
+}
+
 /// Serves one connection until the client closes it, an error, shutdown, or a move.
 async fn serve(ctx: Rc<ShardContext>, mut stream: TcpStream, origin: Origin) {
     let peer = stream
@@ -174,6 +193,7 @@ async fn serve(ctx: Rc<ShardContext>, mut stream: TcpStream, origin: Origin) {
     if let Err(error) = socket_io::set_buffer_sizes(stream.as_raw_fd(), send_bytes, receive_bytes) {
         debug!(%peer, %error, "cannot set the socket's buffer sizes");
     }
+    set_loopback_congestion_control(&ctx, &stream, &peer);
     if let Err(error) = socket_io::set_keepalive(&stream) {
         debug!(%peer, %error, "cannot set SO_KEEPALIVE");
     }

@@ -7,6 +7,7 @@
 //! one byte waits for readability, `write_all` of the current segment waits for writability.
 
 use std::io;
+use std::net::IpAddr;
 use std::os::fd::{AsRawFd, RawFd};
 
 use bytes::BytesMut;
@@ -82,6 +83,34 @@ pub fn set_buffer_sizes(fd: RawFd, send_bytes: i32, receive_bytes: i32) -> io::R
         }
     }
     Ok(())
+}
+
+/// Whether a connection between `local` and `peer` runs over the loopback interface: a
+/// loopback peer, or this host's own address on both ends (the kernel routes it through `lo`).
+pub fn is_loopback_path(local: IpAddr, peer: IpAddr) -> bool {
+    let peer = peer.to_canonical();
+    peer.is_loopback() || peer == local.to_canonical()
+}
+
+/// `sluice.loopback.tcp.congestion.control` on one connection: `TCP_CONGESTION` = `name`.
+/// The caller checked [`is_loopback_path`] and that `name` is not empty (the host's default
+/// stays then). A name this host lacks, or may not set, fails here (ENOENT, EPERM).
+pub fn set_congestion_control(fd: RawFd, name: &str) -> io::Result<()> {
+    // SAFETY: setsockopt reads `name.len()` bytes from a live &str; no other memory.
+    let result = unsafe {
+        libc::setsockopt(
+            fd,
+            libc::IPPROTO_TCP,
+            libc::TCP_CONGESTION,
+            name.as_ptr().cast(),
+            name.len() as libc::socklen_t,
+        )
+    };
+    if result == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
 }
 
 /// Turns on SO_KEEPALIVE (with the kernel's probe timings), as Kafka does for accepted
@@ -322,6 +351,57 @@ mod tests {
             (get(libc::SO_SNDBUF), get(libc::SO_RCVBUF)),
             (204_800, 131_072)
         );
+    }
+
+    #[test]
+    fn only_a_path_through_loopback_counts_as_loopback() {
+        let ip = |s: &str| s.parse::<IpAddr>().unwrap();
+        assert!(is_loopback_path(ip("127.0.0.1"), ip("127.0.0.1")));
+        assert!(is_loopback_path(ip("127.0.0.1"), ip("127.0.0.53")));
+        assert!(is_loopback_path(ip("::1"), ip("::1")));
+        assert!(is_loopback_path(
+            ip("::ffff:127.0.0.1"),
+            ip("::ffff:127.0.0.1")
+        ));
+        // This host's own address on both ends goes through `lo` too.
+        assert!(is_loopback_path(ip("10.1.2.3"), ip("10.1.2.3")));
+        assert!(is_loopback_path(ip("::ffff:10.1.2.3"), ip("10.1.2.3")));
+        assert!(!is_loopback_path(ip("10.1.2.3"), ip("10.1.2.4")));
+        assert!(!is_loopback_path(ip("fe80::1"), ip("fe80::2")));
+    }
+
+    /// The accepted side of a real loopback connection takes the name given, and a name this
+    /// host does not have fails without changing it.
+    #[test]
+    fn congestion_control_is_set_on_a_loopback_socket() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let _client = std::net::TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+        let (accepted, peer) = listener.accept().unwrap();
+        let local = accepted.local_addr().unwrap();
+        assert!(is_loopback_path(local.ip(), peer.ip()));
+        let fd = accepted.as_raw_fd();
+        let get = || {
+            let mut name = [0u8; 16];
+            let mut len = name.len() as libc::socklen_t;
+            // SAFETY: getsockopt writes at most `len` bytes into a live local.
+            let rc = unsafe {
+                libc::getsockopt(
+                    fd,
+                    libc::IPPROTO_TCP,
+                    libc::TCP_CONGESTION,
+                    name.as_mut_ptr().cast(),
+                    &mut len,
+                )
+            };
+            assert_eq!(rc, 0);
+            let end = name.iter().position(|&b| b == 0).unwrap_or(name.len());
+            String::from_utf8(name[..end].to_vec()).unwrap()
+        };
+        // reno is built into every kernel and any process may set it.
+        set_congestion_control(fd, "reno").unwrap();
+        assert_eq!(get(), "reno");
+        assert!(set_congestion_control(fd, "no_such_cc").is_err());
+        assert_eq!(get(), "reno");
     }
 
     /// A region larger than the socket buffers, sent to a slow reader: `sendfile` meets a full
