@@ -24,6 +24,7 @@
 //! Accepted sockets also get SO_KEEPALIVE, as in Kafka, so the kernel notices a peer host that
 //! vanished without a FIN even when the idle limit is off.
 
+use std::net::SocketAddr;
 use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, IntoRawFd, OwnedFd};
 use std::rc::Rc;
 use std::time::Duration;
@@ -161,12 +162,17 @@ async fn duplicate_socket(mut stream: TcpStream) -> Option<OwnedFd> {
 /// `sluice.loopback.tcp.congestion.control` on a connection from this host itself: the path
 /// has no bottleneck, and BBR's pacing timer per packet cost the broker more than half its CPU
 /// in a catch-up read over loopback (ARCHITECTURE.md, "Loopback connections use reno").
-fn set_loopback_congestion_control(ctx: &ShardContext, stream: &TcpStream, peer: &str) {
+fn set_loopback_congestion_control(
+    ctx: &ShardContext,
+    stream: &TcpStream,
+    remote: Option<SocketAddr>,
+    peer: &str,
+) {
     let name = &ctx.config.sluice_loopback_tcp_congestion_control;
     if name.is_empty() {
         return;
     }
-    let (Ok(local), Ok(remote)) = (stream.local_addr(), stream.peer_addr()) else {
+    let (Ok(local), Some(remote)) = (stream.local_addr(), remote) else {
         return;
     };
     if !socket_io::is_loopback_path(local.ip(), remote.ip()) {
@@ -179,10 +185,8 @@ fn set_loopback_congestion_control(ctx: &ShardContext, stream: &TcpStream, peer:
 
 /// Serves one connection until the client closes it, an error, shutdown, or a move.
 async fn serve(ctx: Rc<ShardContext>, mut stream: TcpStream, origin: Origin) {
-    let peer = stream
-        .peer_addr()
-        .map(|a| a.to_string())
-        .unwrap_or_else(|_| "?".to_string());
+    let remote = stream.peer_addr().ok();
+    let peer = remote.map_or_else(|| "?".to_string(), |a| a.to_string());
     let _ = stream.set_nodelay(true);
     // A handed-over socket is the same socket (a duplicated descriptor): setting it again is
     // harmless, and keeps this independent of where the connection was accepted.
@@ -193,14 +197,11 @@ async fn serve(ctx: Rc<ShardContext>, mut stream: TcpStream, origin: Origin) {
     if let Err(error) = socket_io::set_buffer_sizes(stream.as_raw_fd(), send_bytes, receive_bytes) {
         debug!(%peer, %error, "cannot set the socket's buffer sizes");
     }
-    set_loopback_congestion_control(&ctx, &stream, &peer);
+    set_loopback_congestion_control(&ctx, &stream, remote, &peer);
     if let Err(error) = socket_io::set_keepalive(&stream) {
         debug!(%peer, %error, "cannot set SO_KEEPALIVE");
     }
-    let client_host = stream
-        .peer_addr()
-        .map(|a| format!("/{}", a.ip()))
-        .unwrap_or_else(|_| "/".to_string());
+    let client_host = remote.map_or_else(|| "/".to_string(), |a| format!("/{}", a.ip()));
     let mut reader = FrameBuffer::new(ctx.config.socket_request_max_bytes as usize);
     let may_move = match origin {
         Origin::Accepted => true,

@@ -96,21 +96,7 @@ pub fn is_loopback_path(local: IpAddr, peer: IpAddr) -> bool {
 /// The caller checked [`is_loopback_path`] and that `name` is not empty (the host's default
 /// stays then). A name this host lacks, or may not set, fails here (ENOENT, EPERM).
 pub fn set_congestion_control(fd: RawFd, name: &str) -> io::Result<()> {
-    // SAFETY: setsockopt reads `name.len()` bytes from a live &str; no other memory.
-    let result = unsafe {
-        libc::setsockopt(
-            fd,
-            libc::IPPROTO_TCP,
-            libc::TCP_CONGESTION,
-            name.as_ptr().cast(),
-            name.len() as libc::socklen_t,
-        )
-    };
-    if result == 0 {
-        Ok(())
-    } else {
-        Err(io::Error::last_os_error())
-    }
+    set_option(fd, libc::IPPROTO_TCP, libc::TCP_CONGESTION, name.as_bytes())
 }
 
 /// Turns on SO_KEEPALIVE (with the kernel's probe timings), as Kafka does for accepted
@@ -121,14 +107,19 @@ pub fn set_keepalive(stream: &TcpStream) -> io::Result<()> {
 
 /// Sets one integer `SOL_SOCKET` option of `fd`.
 fn set_socket_option(fd: RawFd, option: libc::c_int, value: libc::c_int) -> io::Result<()> {
-    // SAFETY: setsockopt reads `size_of::<c_int>()` bytes from a live local; no other memory.
+    set_option(fd, libc::SOL_SOCKET, option, &value.to_ne_bytes())
+}
+
+/// `setsockopt(fd, level, option)` with `value`'s bytes.
+fn set_option(fd: RawFd, level: libc::c_int, option: libc::c_int, value: &[u8]) -> io::Result<()> {
+    // SAFETY: setsockopt reads `value.len()` bytes from a live slice; no other memory.
     let result = unsafe {
         libc::setsockopt(
             fd,
-            libc::SOL_SOCKET,
+            level,
             option,
-            (&value as *const libc::c_int).cast(),
-            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+            value.as_ptr().cast(),
+            value.len() as libc::socklen_t,
         )
     };
     if result == 0 {
