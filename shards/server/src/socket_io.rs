@@ -133,6 +133,10 @@ fn set_option(fd: RawFd, level: libc::c_int, option: libc::c_int, value: &[u8]) 
 /// file regions with `sendfile` (the page cache's pages go to the socket without a copy into
 /// user space, as Kafka's `FileRecords.writeTo`).
 pub async fn write_segments(stream: &mut TcpStream, segments: &[Segment]) -> io::Result<()> {
+    // Once per response, not per region: a fetch of 1,000 partitions sends dozens of regions.
+    if segments.iter().any(|s| matches!(s, Segment::File(_))) {
+        set_nonblocking(stream.as_raw_fd())?;
+    }
     let mut start = 0;
     while start < segments.len() {
         let end = segments[start..]
@@ -209,13 +213,12 @@ async fn write_gathered(
     Ok(())
 }
 
-/// Sends `region` with `sendfile`. The socket is made non-blocking first (glommio's sockets
-/// are blocking descriptors driven with MSG_DONTWAIT, which `sendfile` has no flag for), so a
-/// full socket buffer returns EAGAIN instead of stalling the shard; the region's pages are in
-/// the page cache (the log checked), so the file side does not wait for the disk.
+/// Sends `region` with `sendfile` on a socket [`write_segments`] made non-blocking (glommio's
+/// sockets are blocking descriptors driven with MSG_DONTWAIT, which `sendfile` has no flag
+/// for), so a full socket buffer returns EAGAIN instead of stalling the shard; the region's
+/// pages are in the page cache (the log checked), so the file side does not wait for the disk.
 async fn send_region(stream: &mut TcpStream, region: &FileRegion) -> io::Result<()> {
     let socket = stream.as_raw_fd();
-    set_nonblocking(socket)?;
     let file = region.fd().as_raw_fd();
     let Ok(mut offset) = libc::off_t::try_from(region.position()) else {
         return Err(io::ErrorKind::InvalidInput.into());
@@ -249,7 +252,7 @@ async fn send_region(stream: &mut TcpStream, region: &FileRegion) -> io::Result<
 }
 
 /// Sets O_NONBLOCK on `fd` if it is not set (once per connection in practice: one F_GETFL per
-/// region after that). glommio's own socket calls work the same either way: its sends use
+/// response with regions after that). glommio's own socket calls work the same either way: its sends use
 /// MSG_DONTWAIT and its receives go through io_uring, which polls a non-blocking socket.
 fn set_nonblocking(fd: libc::c_int) -> io::Result<()> {
     // SAFETY: F_GETFL/F_SETFL read and set the descriptor's status flags; no memory passed.
