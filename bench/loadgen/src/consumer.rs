@@ -7,7 +7,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::time::{Duration, Instant};
 
-use sluice_protocol::messages::fetch::{FetchPartition, FetchRequest, FetchTopic};
+use sluice_protocol::messages::fetch::{FetchPartition, FetchRequest, FetchTopic, ForgottenTopic};
 use sluice_protocol::record_batch::read_records;
 use sluice_protocol::{
     validate_batch, Compression, RecordBatchError, RecordBatches, RequestBody, ResponseBody, Uuid,
@@ -39,6 +39,79 @@ pub struct ConsumerConfig {
     pub max_bytes: i32,
     /// Per-partition limit.
     pub partition_max_bytes: i32,
+    /// Fetch through a KIP-227 session (Fetch v7+), as the Java consumer does: after a full
+    /// first request, each request names only the partitions whose position moved, and each
+    /// response only the partitions with something to say.
+    pub fetch_session: bool,
+}
+
+/// Fetch session errors (KIP-227): the broker lost or refused the session; the next request
+/// is a full one that opens a new session, as the Java consumer's `FetchSessionHandler` does.
+const FETCH_SESSION_ID_NOT_FOUND: i16 = 70;
+const INVALID_FETCH_SESSION_EPOCH: i16 = 71;
+
+/// The client side of a fetch session: its id and next epoch, and the position the broker
+/// holds for each partition in it (by index into the consumer's partitions).
+#[derive(Default)]
+struct FetchSession {
+    id: i32,
+    epoch: i32,
+    sent: HashMap<usize, i64>,
+}
+
+impl FetchSession {
+    /// Epoch of the next request: 0 asks for a new session (a full request).
+    fn request_epoch(&self) -> i32 {
+        if self.id == 0 {
+            0
+        } else {
+            self.epoch
+        }
+    }
+
+    /// Which of `wanted` the next request names, and which session partitions it forgets.
+    fn delta(&self, wanted: &[usize], offsets: &[i64]) -> (Vec<usize>, Vec<usize>) {
+        if self.id == 0 {
+            return (wanted.to_vec(), Vec::new());
+        }
+        let named = wanted
+            .iter()
+            .copied()
+            .filter(|i| self.sent.get(i) != Some(&offsets[*i]))
+            .collect();
+        let mut forgotten: Vec<usize> = self
+            .sent
+            .keys()
+            .copied()
+            .filter(|i| !wanted.contains(i))
+            .collect();
+        forgotten.sort_unstable();
+        (named, forgotten)
+    }
+
+    /// The broker answered the request that named `named` at `offsets` and forgot `forgotten`.
+    fn answered(&mut self, session_id: i32, named: &[usize], forgotten: &[usize], offsets: &[i64]) {
+        if self.id == 0 {
+            if session_id == 0 {
+                return; // declined: the next request is full again
+            }
+            self.id = session_id;
+            self.epoch = 0;
+            self.sent.clear();
+        }
+        for &i in named {
+            self.sent.insert(i, offsets[i]);
+        }
+        for i in forgotten {
+            self.sent.remove(i);
+        }
+        // Kafka's nextEpoch: after i32::MAX comes 1 (0 would open a new session).
+        self.epoch = if self.epoch == i32::MAX {
+            1
+        } else {
+            self.epoch + 1
+        };
+    }
 }
 
 /// What one consumer measured.
@@ -60,6 +133,8 @@ pub struct ConsumerResult {
     pub target_records: u64,
     /// Fetch requests sent.
     pub fetches: u64,
+    /// Fetch sessions the broker lost or refused (each answered by a full request).
+    pub session_resets: u64,
     /// A fatal error that stopped this consumer.
     pub fatal: Option<String>,
 }
@@ -141,6 +216,8 @@ impl Consumer {
         // the Java consumer does; without it a broker that fills a response in request order
         // (Kafka, without fetch sessions) would starve the last partitions of a busy topic
         let mut order: Vec<usize> = (0..self.cfg.partitions.len()).collect();
+        let use_session = self.cfg.fetch_session && self.conn.versions.fetch >= 7;
+        let mut session = FetchSession::default();
         let start = clock.start.saturating_duration_since(Instant::now());
         std::thread::sleep(start);
         loop {
@@ -151,30 +228,61 @@ impl Consumer {
             if Instant::now() >= deadline {
                 return Ok(());
             }
+            let wanted: Vec<usize> = order
+                .iter()
+                .copied()
+                .filter(|&i| self.offsets[i] < self.ends[i])
+                .collect();
+            let (named, forgotten) = if use_session {
+                session.delta(&wanted, &self.offsets)
+            } else {
+                (wanted, Vec::new())
+            };
+            let topic = if by_id {
+                String::new()
+            } else {
+                self.cfg.topic.clone()
+            };
+            let topic_id = if by_id { self.cfg.topic_id } else { Uuid::ZERO };
             let body = RequestBody::Fetch(FetchRequest {
                 max_wait_ms: self.cfg.max_wait_ms,
                 min_bytes: self.cfg.min_bytes,
                 max_bytes: self.cfg.max_bytes,
-                session_id: 0,
-                session_epoch: -1, // a full fetch, no session
-                topics: vec![FetchTopic {
-                    topic: if by_id {
-                        String::new()
-                    } else {
-                        self.cfg.topic.clone()
-                    },
-                    topic_id: if by_id { self.cfg.topic_id } else { Uuid::ZERO },
-                    partitions: order
-                        .iter()
-                        .filter(|&&i| self.offsets[i] < self.ends[i])
-                        .map(|&i| FetchPartition {
-                            partition: self.cfg.partitions[i],
-                            fetch_offset: self.offsets[i],
-                            partition_max_bytes: self.cfg.partition_max_bytes,
-                            ..Default::default()
-                        })
-                        .collect(),
-                }],
+                session_id: if use_session { session.id } else { 0 },
+                // -1: a full fetch outside any session
+                session_epoch: if use_session {
+                    session.request_epoch()
+                } else {
+                    -1
+                },
+                // An incremental request with nothing moved names no topic (as the Java
+                // consumer's): the broker long-polls every partition of the session.
+                topics: if named.is_empty() {
+                    Vec::new()
+                } else {
+                    vec![FetchTopic {
+                        topic: topic.clone(),
+                        topic_id,
+                        partitions: named
+                            .iter()
+                            .map(|&i| FetchPartition {
+                                partition: self.cfg.partitions[i],
+                                fetch_offset: self.offsets[i],
+                                partition_max_bytes: self.cfg.partition_max_bytes,
+                                ..Default::default()
+                            })
+                            .collect(),
+                    }]
+                },
+                forgotten_topics_data: if forgotten.is_empty() {
+                    Vec::new()
+                } else {
+                    vec![ForgottenTopic {
+                        topic,
+                        topic_id,
+                        partitions: forgotten.iter().map(|&i| self.cfg.partitions[i]).collect(),
+                    }]
+                },
                 ..Default::default()
             });
             let resp = match self.conn.call(body)? {
@@ -190,12 +298,29 @@ impl Consumer {
             let now = Instant::now();
             let now_us = clock.unix_us(now);
             let counting = self.cfg.until_end || clock.in_window(now);
+            if use_session
+                && matches!(
+                    resp.error_code,
+                    FETCH_SESSION_ID_NOT_FOUND | INVALID_FETCH_SESSION_EPOCH
+                )
+            {
+                // The broker evicted or refused the session: open a new one at once.
+                session = FetchSession::default();
+                out.session_resets += 1;
+                continue;
+            }
             if resp.error_code != 0 {
+                // As the Java consumer's handler: after any other error, a full request that
+                // opens a new session.
+                session = FetchSession::default();
                 *out.errors
                     .entry(error_name(resp.error_code).to_string())
                     .or_default() += 1;
                 std::thread::sleep(Duration::from_millis(100));
                 continue;
+            }
+            if use_session {
+                session.answered(resp.session_id, &named, &forgotten, &self.offsets);
             }
             let mut got_data: Vec<usize> = Vec::new();
             for t in resp.responses {
@@ -287,5 +412,51 @@ impl Consumer {
                 order.extend(got_data);
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_session_names_only_the_partitions_whose_position_moved() {
+        let mut s = FetchSession::default();
+        let mut offsets = vec![10, 20, 30];
+        // No session yet: a full request, epoch 0 (asks for one).
+        let (named, forgotten) = s.delta(&[0, 1, 2], &offsets);
+        assert_eq!(
+            (named.as_slice(), forgotten.as_slice()),
+            (&[0, 1, 2][..], &[][..])
+        );
+        assert_eq!(s.request_epoch(), 0);
+        s.answered(7, &named, &forgotten, &offsets);
+        assert_eq!((s.id, s.request_epoch()), (7, 1));
+        // Nothing moved: an empty incremental request, the broker long-polls the session.
+        assert_eq!(s.delta(&[0, 1, 2], &offsets), (vec![], vec![]));
+        // Partition 1 got records; partition 2 reached its end and leaves the session.
+        offsets[1] = 25;
+        let (named, forgotten) = s.delta(&[0, 1], &offsets);
+        assert_eq!(
+            (named.as_slice(), forgotten.as_slice()),
+            (&[1][..], &[2][..])
+        );
+        s.answered(7, &named, &forgotten, &offsets);
+        assert_eq!(s.request_epoch(), 2);
+        assert_eq!(s.sent.len(), 2);
+        assert_eq!(s.delta(&[0, 1], &offsets), (vec![], vec![]));
+    }
+
+    #[test]
+    fn a_declined_session_keeps_full_requests_and_the_epoch_wraps_to_one() {
+        let mut s = FetchSession::default();
+        let offsets = vec![1, 2];
+        s.answered(0, &[0, 1], &[], &offsets);
+        assert_eq!((s.id, s.request_epoch()), (0, 0));
+        assert_eq!(s.delta(&[0, 1], &offsets).0, vec![0, 1]);
+        s.answered(3, &[0, 1], &[], &offsets);
+        s.epoch = i32::MAX;
+        s.answered(3, &[], &[], &offsets);
+        assert_eq!(s.request_epoch(), 1, "after i32::MAX comes 1, never 0");
     }
 }

@@ -58,6 +58,8 @@ Consume:
                           are reached (every record counts; --duration is the time limit)
   --fetch-max-wait-ms MS  (default 500)   --fetch-min-bytes B (default 1)
   --fetch-max-bytes B     (default 52428800)  --partition-max-bytes B (default 1048576)
+  --no-fetch-session      full Fetch requests naming every partition; by default the
+                          consumers keep a KIP-227 fetch session, as the Java consumer does
 Output:
   --json PATH             write the result there (default: stdout)
 
@@ -92,6 +94,7 @@ struct Args {
     json: Option<String>,
     records: u64,
     delete_after: bool,
+    fetch_session: bool,
 }
 
 fn parse_args(argv: &[String]) -> Result<Option<Args>> {
@@ -122,6 +125,7 @@ fn parse_args(argv: &[String]) -> Result<Option<Args>> {
         json: None,
         records: 0,
         delete_after: false,
+        fetch_session: true,
     };
     fn num<T: std::str::FromStr>(flag: &str, v: &str) -> Result<T> {
         v.parse()
@@ -133,10 +137,14 @@ fn parse_args(argv: &[String]) -> Result<Option<Args>> {
         if flag == "--help" || flag == "-h" {
             return Ok(None);
         }
-        if matches!(flag, "--create" | "--until-end" | "--delete-after") {
+        if matches!(
+            flag,
+            "--create" | "--until-end" | "--delete-after" | "--no-fetch-session"
+        ) {
             match flag {
                 "--create" => a.create = true,
                 "--delete-after" => a.delete_after = true,
+                "--no-fetch-session" => a.fetch_session = false,
                 _ => a.until_end = true,
             }
             continue;
@@ -282,6 +290,7 @@ fn run(a: &Args) -> Result<(Json, bool)> {
             min_bytes: a.fetch_min_bytes,
             max_bytes: a.fetch_max_bytes,
             partition_max_bytes: a.partition_max_bytes,
+            fetch_session: a.fetch_session,
         };
         let from = if a.from_earliest { -2 } else { -1 };
         consumers.push(Consumer::position(conn, cfg, from)?);
@@ -457,6 +466,7 @@ fn report(
     // consumers
     let mut e2e = Latency::new();
     let (mut recs, mut bytes, mut recs_total, mut target, mut fetches) = (0, 0, 0, 0, 0);
+    let mut session_resets = 0;
     let mut caught: Option<Instant> = None;
     let mut all_caught = true;
     for (i, r) in cresults.iter().enumerate() {
@@ -466,6 +476,7 @@ fn report(
         recs_total += r.records_total;
         target += r.target_records;
         fetches += r.fetches;
+        session_resets += r.session_resets;
         match r.caught_up {
             Some(t) => caught = Some(caught.map_or(t, |c: Instant| c.max(t))),
             None => all_caught = false,
@@ -512,6 +523,8 @@ fn report(
             },
         ),
         ("fetches", Json::Int(fetches as i64)),
+        ("fetch_session", Json::Bool(a.fetch_session)),
+        ("fetch_session_resets", Json::Int(session_resets as i64)),
         ("e2e_latency", e2e.to_json()),
     ]);
     let error_count: u64 = errors.values().sum();
