@@ -79,11 +79,17 @@ impl FetchSession {
             .copied()
             .filter(|i| self.sent.get(i) != Some(&offsets[*i]))
             .collect();
+        // Membership by index, not `wanted.contains` per session partition: that was 250,000
+        // comparisons per fetch at 500 partitions, on the load generator's own CPU.
+        let mut is_wanted = vec![false; offsets.len()];
+        for &i in wanted {
+            is_wanted[i] = true;
+        }
         let mut forgotten: Vec<usize> = self
             .sent
             .keys()
             .copied()
-            .filter(|i| !wanted.contains(i))
+            .filter(|&i| !is_wanted[i])
             .collect();
         forgotten.sort_unstable();
         (named, forgotten)
