@@ -33,7 +33,9 @@
 //! layer's writeback throttle, `ext4_wait_block_bitmap` in block allocation), and they were
 //! 21.6 % of its CPU samples in a produce-only run (ARCHITECTURE.md, "The window's system calls
 //! on a file worker"). A job the queue refuses runs on the shard, so the page cache never gets
-//! more than the queue's 256 MiB of drops ahead of the window.
+//! more than the queue's 256 MiB of drops ahead of the window. The worker takes its jobs in
+//! batches ([`FILE_WORKER_BATCH_DELAY`]), so that a job does not cost the shard a wake and two
+//! context switches.
 //!
 //! One window per shard thread (a thread-local, as the shard owns its partitions and its
 //! thread): the partitions of a shard share it, oldest append out first. Each segment file
@@ -377,6 +379,10 @@ fn fallocate(fd: &OwnedFd, from: u64, to: u64) {
     }
 }
 
+/// How long the file worker sleeps when its queue empties before it looks again (then it
+/// blocks until the next job): jobs that come meanwhile wait at most this long.
+const FILE_WORKER_BATCH_DELAY: std::time::Duration = std::time::Duration::from_millis(2);
+
 /// Jobs queued for the file worker at most.
 const FILE_JOBS_MAX: usize = 1024;
 /// Bytes of page drops queued for the file worker at most: what the window let go of and the
@@ -442,10 +448,25 @@ fn start_file_worker() -> Option<FileWorker> {
     std::thread::Builder::new()
         .name(name)
         .spawn(move || {
-            for job in queue.iter() {
-                let drop_bytes = job.drop_bytes();
-                job.run();
-                queued.fetch_sub(drop_bytes, Ordering::Relaxed);
+            // Blocks for the first job; then, while jobs keep coming, takes them in batches a
+            // short sleep apart: a sleeping worker is not woken by the shard's sends, so the
+            // shard pays no futex wake and no switch per job (one per append range at 1,000
+            // partitions, one per region a catch-up read sends from below the window).
+            while let Ok(job) = queue.recv() {
+                let mut next = Some(job);
+                while let Some(job) = next {
+                    let drop_bytes = job.drop_bytes();
+                    job.run();
+                    queued.fetch_sub(drop_bytes, Ordering::Relaxed);
+                    next = match queue.try_recv() {
+                        Ok(job) => Some(job),
+                        Err(mpsc::TryRecvError::Empty) => {
+                            std::thread::sleep(FILE_WORKER_BATCH_DELAY);
+                            queue.try_recv().ok()
+                        }
+                        Err(mpsc::TryRecvError::Disconnected) => None,
+                    };
+                }
             }
         })
         .ok()?;
