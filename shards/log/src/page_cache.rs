@@ -452,21 +452,19 @@ fn start_file_worker() -> Option<FileWorker> {
             // short sleep apart: a sleeping worker is not woken by the shard's sends, so the
             // shard pays no futex wake and no switch per job (one per append range at 1,000
             // partitions, one per region a catch-up read sends from below the window).
-            while let Ok(job) = queue.recv() {
-                let mut next = Some(job);
-                while let Some(job) = next {
-                    let drop_bytes = job.drop_bytes();
-                    job.run();
-                    queued.fetch_sub(drop_bytes, Ordering::Relaxed);
-                    next = match queue.try_recv() {
-                        Ok(job) => Some(job),
-                        Err(mpsc::TryRecvError::Empty) => {
-                            std::thread::sleep(FILE_WORKER_BATCH_DELAY);
-                            queue.try_recv().ok()
-                        }
-                        Err(mpsc::TryRecvError::Disconnected) => None,
-                    };
-                }
+            let mut next = queue.recv().ok();
+            while let Some(job) = next {
+                let drop_bytes = job.drop_bytes();
+                job.run();
+                queued.fetch_sub(drop_bytes, Ordering::Relaxed);
+                next = match queue.try_recv() {
+                    Ok(job) => Some(job),
+                    Err(mpsc::TryRecvError::Empty) => {
+                        std::thread::sleep(FILE_WORKER_BATCH_DELAY);
+                        queue.try_recv().ok().or_else(|| queue.recv().ok())
+                    }
+                    Err(mpsc::TryRecvError::Disconnected) => None,
+                };
             }
         })
         .ok()?;
