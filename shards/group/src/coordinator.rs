@@ -11,6 +11,7 @@
 use std::collections::{BTreeMap, HashMap};
 
 use bytes::Bytes;
+use tracing::{debug, info};
 
 use crate::config::GroupConfig;
 use crate::error::GroupError;
@@ -608,14 +609,15 @@ impl<W: Waiters> GroupCoordinator<W> {
         member.touch(now_ms);
         group.members.insert(member_id.clone(), member);
         if group.leader_id.is_none() {
-            group.leader_id = Some(member_id);
+            group.leader_id = Some(member_id.clone());
         }
         if group.state == GroupState::PreparingRebalance
             && group.initial_delay_remaining_ms.is_some()
         {
             group.new_member_added = true;
         }
-        self.maybe_prepare_rebalance(&args.group_id, now_ms);
+        let reason = format!("adding new member {member_id}");
+        self.maybe_prepare_rebalance(&args.group_id, now_ms, &reason);
     }
 
     fn update_member_and_rebalance(&mut self, args: JoinGroupArgs, waiter: W::Join, now_ms: i64) {
@@ -630,7 +632,8 @@ impl<W: Waiters> GroupCoordinator<W> {
             let result = JoinGroupResult::error(GroupError::RebalanceInProgress, &args.member_id);
             self.join_done(old, result);
         }
-        self.maybe_prepare_rebalance(&args.group_id, now_ms);
+        let reason = format!("updating metadata for member {}", args.member_id);
+        self.maybe_prepare_rebalance(&args.group_id, now_ms, &reason);
     }
 
     /// A static member rejoined with an unknown member id (it restarted): it takes over its
@@ -675,6 +678,9 @@ impl<W: Waiters> GroupCoordinator<W> {
         if group.leader_id.as_deref() == Some(old_member_id) {
             group.leader_id = Some(new_member_id.clone());
         }
+        if group.pending_sync.remove(old_member_id) {
+            group.pending_sync.insert(new_member_id.clone());
+        }
         let state = group.state;
         member.awaiting_join = Some(waiter);
         group.members.insert(new_member_id.clone(), member);
@@ -699,23 +705,34 @@ impl<W: Waiters> GroupCoordinator<W> {
                 self.join_done(waiter, result);
             }
             GroupState::PreparingRebalance => {}
-            _ => self.maybe_prepare_rebalance(&args.group_id, now_ms),
+            _ => {
+                let reason = format!("static member {new_member_id} rejoined");
+                self.maybe_prepare_rebalance(&args.group_id, now_ms, &reason);
+            }
         }
     }
 
-    fn maybe_prepare_rebalance(&mut self, group_id: &str, now_ms: i64) {
+    fn maybe_prepare_rebalance(&mut self, group_id: &str, now_ms: i64, reason: &str) {
         let state = self.groups.get(group_id).map(|g| g.state);
         if matches!(
             state,
             Some(GroupState::Empty | GroupState::Stable | GroupState::CompletingRebalance)
         ) {
-            self.prepare_rebalance(group_id, now_ms);
+            self.prepare_rebalance(group_id, now_ms, reason);
         }
     }
 
-    fn prepare_rebalance(&mut self, group_id: &str, now_ms: i64) {
+    fn prepare_rebalance(&mut self, group_id: &str, now_ms: i64, reason: &str) {
         let initial_delay_ms = self.config.group_initial_rebalance_delay_ms;
         let group = self.groups.get_mut(group_id).expect("a group");
+        // Kafka's line, at INFO as there: one per rebalance, the trail an operator follows.
+        info!(
+            group = group_id,
+            state = ?group.state,
+            generation = group.generation_id,
+            reason,
+            "preparing to rebalance group"
+        );
         if group.state == GroupState::CompletingRebalance {
             // The assignment in the making is void: members waiting in SyncGroup rejoin.
             for member in group.members.values_mut() {
@@ -728,6 +745,8 @@ impl<W: Waiters> GroupCoordinator<W> {
                 }
             }
         }
+        group.pending_sync.clear();
+        group.sync_deadline_ms = None;
         let rebalance_timeout_ms = group.rebalance_timeout_ms();
         if group.state == GroupState::Empty {
             group.join_deadline_ms = Some(now_ms + initial_delay_ms);
@@ -785,6 +804,7 @@ impl<W: Waiters> GroupCoordinator<W> {
             .map(|m| m.member_id.clone())
             .collect();
         for member_id in not_rejoined {
+            info!(group = group_id, member = %member_id, "member did not rejoin in time, removing it");
             remove_member(group, &member_id, &mut self.effects);
         }
         group.join_deadline_ms = None;
@@ -807,6 +827,16 @@ impl<W: Waiters> GroupCoordinator<W> {
             group.leader_id = group.members.keys().next().cloned();
         }
         group.transition_to(GroupState::CompletingRebalance, now_ms);
+        // Kafka's pending sync: every member must send SyncGroup within the rebalance timeout.
+        group.pending_sync = group.members.keys().cloned().collect();
+        group.sync_deadline_ms = Some(now_ms + group.rebalance_timeout_ms());
+        info!(
+            group = group_id,
+            generation = group.generation_id,
+            members = group.members.len(),
+            leader = group.leader_id.as_deref().unwrap_or(""),
+            "stabilized group"
+        );
         let member_ids: Vec<String> = group.members.keys().cloned().collect();
         for member_id in member_ids {
             let is_leader = group.is_leader(&member_id);
@@ -834,6 +864,7 @@ impl<W: Waiters> GroupCoordinator<W> {
             ),
             Ok(GroupState::Stable) => {
                 let group = self.groups.get_mut(&args.group_id).expect("validated");
+                group.synced(&args.member_id);
                 let member = group.members.get_mut(&args.member_id).expect("validated");
                 member.touch(now_ms);
                 let result = SyncGroupResult {
@@ -885,6 +916,7 @@ impl<W: Waiters> GroupCoordinator<W> {
 
     fn sync_completing(&mut self, args: SyncGroupArgs, waiter: W::Sync, now_ms: i64) {
         let group = self.groups.get_mut(&args.group_id).expect("validated");
+        group.synced(&args.member_id);
         let member = group.members.get_mut(&args.member_id).expect("validated");
         member.touch(now_ms);
         if let Some(old) = member.awaiting_sync.replace(waiter) {
@@ -894,8 +926,16 @@ impl<W: Waiters> GroupCoordinator<W> {
             });
         }
         if !group.is_leader(&args.member_id) {
+            debug!(group = %args.group_id, member = %args.member_id, "waiting for the leader's assignment");
             return;
         }
+        info!(
+            group = %args.group_id,
+            leader = %args.member_id,
+            generation = group.generation_id,
+            members = group.members.len(),
+            "assignment received from the leader"
+        );
         let mut assignments: HashMap<String, Bytes> = args.assignments.into_iter().collect();
         for member in group.members.values_mut() {
             member.assignment = assignments.remove(&member.member_id).unwrap_or_default();
@@ -910,6 +950,8 @@ impl<W: Waiters> GroupCoordinator<W> {
         let protocol_name = group.protocol_name.clone();
         for member in group.members.values_mut() {
             if let Some(waiter) = member.awaiting_sync.take() {
+                // As Kafka: its session runs again from the answer (it was kept while waiting).
+                member.touch(now_ms);
                 self.effects.push(Effect::SyncDone {
                     waiter,
                     result: SyncGroupResult {
@@ -1015,6 +1057,7 @@ impl<W: Waiters> GroupCoordinator<W> {
         if !group.has(&member_id) {
             return Err(GroupError::UnknownMemberId);
         }
+        info!(group = group_id, member = %member_id, "member left the group (LeaveGroup)");
         self.remove_member_and_update_group(group_id, &member_id, now_ms);
         Ok(())
     }
@@ -1024,7 +1067,8 @@ impl<W: Waiters> GroupCoordinator<W> {
         remove_member(group, member_id, &mut self.effects);
         match group.state {
             GroupState::Stable | GroupState::CompletingRebalance => {
-                self.prepare_rebalance(group_id, now_ms);
+                let reason = format!("removing member {member_id}");
+                self.prepare_rebalance(group_id, now_ms, &reason);
                 self.try_complete_join(group_id, now_ms);
             }
             GroupState::PreparingRebalance => self.try_complete_join(group_id, now_ms),
@@ -1047,8 +1091,34 @@ impl<W: Waiters> GroupCoordinator<W> {
             .collect();
         for group_id in group_ids {
             self.expire_members(&group_id, now_ms);
+            self.expire_pending_sync(&group_id, now_ms);
             self.try_complete_join(&group_id, now_ms);
         }
+    }
+
+    /// Kafka's pending sync expiration: members that joined this generation but sent no
+    /// SyncGroup within the rebalance timeout are removed, and the group rebalances.
+    fn expire_pending_sync(&mut self, group_id: &str, now_ms: i64) {
+        let Some(group) = self.groups.get_mut(group_id) else {
+            return;
+        };
+        if group
+            .sync_deadline_ms
+            .is_none_or(|deadline| now_ms < deadline)
+        {
+            return;
+        }
+        let pending: Vec<String> = std::mem::take(&mut group.pending_sync)
+            .into_iter()
+            .collect();
+        group.sync_deadline_ms = None;
+        info!(group = group_id, members = ?pending, "removing members that sent no SyncGroup in time");
+        for member_id in &pending {
+            remove_member(group, member_id, &mut self.effects);
+        }
+        let reason = format!("removing {pending:?} on pending sync expiration");
+        self.prepare_rebalance(group_id, now_ms, &reason);
+        self.try_complete_join(group_id, now_ms);
     }
 
     /// Whether any group has members, pending member ids or a rebalance in progress: only then
@@ -1062,14 +1132,21 @@ impl<W: Waiters> GroupCoordinator<W> {
         group
             .pending_members
             .retain(|_, deadline| *deadline > now_ms);
-        // A member waiting in JoinGroup is bounded by the rebalance deadline, not its session.
+        // A member waiting in JoinGroup is bounded by the rebalance deadline, not its session;
+        // one waiting in SyncGroup by the leader's (Kafka's `hasSatisfiedHeartbeat`): the
+        // leader's session or sync deadline ending rebalances and answers it.
         let expired: Vec<String> = group
             .members
             .values()
-            .filter(|m| m.awaiting_join.is_none() && m.session_deadline_ms <= now_ms)
+            .filter(|m| {
+                m.awaiting_join.is_none()
+                    && m.awaiting_sync.is_none()
+                    && m.session_deadline_ms <= now_ms
+            })
             .map(|m| m.member_id.clone())
             .collect();
         for member_id in expired {
+            info!(group = group_id, member = %member_id, "member's session expired, removing it");
             self.remove_member_and_update_group(group_id, &member_id, now_ms);
         }
     }
@@ -1426,6 +1503,7 @@ fn remove_member<W: Waiters>(
     let Some(mut member) = group.members.remove(member_id) else {
         return;
     };
+    group.synced(member_id);
     if let Some(waiter) = member.awaiting_join.take() {
         effects.push(Effect::JoinDone {
             waiter,

@@ -11,7 +11,7 @@
 //!   Empty ──(deleted, or expired with no offsets)──▶ Dead
 //! ```
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use bytes::Bytes;
 
@@ -131,6 +131,12 @@ pub struct ClassicGroup<W: Waiters> {
     pub initial_delay_remaining_ms: Option<i64>,
     /// A member was added during the initial delay.
     pub new_member_added: bool,
+    /// Members of this generation that have not sent SyncGroup yet (Kafka's pending sync
+    /// members); those still here at `sync_deadline_ms` are removed and the group rebalances.
+    pub pending_sync: BTreeSet<String>,
+    /// The rebalance timeout after the join completed; `None` once every member synced or
+    /// outside a generation's sync phase.
+    pub sync_deadline_ms: Option<i64>,
     /// Committed offsets: topic → partition → offset.
     pub offsets: BTreeMap<String, BTreeMap<i32, OffsetCommitValue>>,
 }
@@ -142,6 +148,14 @@ impl<W: Waiters> ClassicGroup<W> {
         !self.members.is_empty()
             || !self.pending_members.is_empty()
             || self.state == GroupState::PreparingRebalance
+    }
+
+    /// `member_id` sent its SyncGroup (or left): no longer pending sync.
+    pub fn synced(&mut self, member_id: &str) {
+        self.pending_sync.remove(member_id);
+        if self.pending_sync.is_empty() {
+            self.sync_deadline_ms = None;
+        }
     }
 
     /// A new empty group.
@@ -161,6 +175,8 @@ impl<W: Waiters> ClassicGroup<W> {
             join_deadline_ms: None,
             initial_delay_remaining_ms: None,
             new_member_added: false,
+            pending_sync: BTreeSet::new(),
+            sync_deadline_ms: None,
             offsets: BTreeMap::new(),
         }
     }
@@ -334,6 +350,27 @@ impl<W: Waiters> ClassicGroup<W> {
                     self.group_id
                 );
             }
+        }
+        assert!(
+            self.pending_sync.iter().all(|m| self.has(m)),
+            "{}: members pending sync are members",
+            self.group_id
+        );
+        assert_eq!(
+            self.sync_deadline_ms.is_some(),
+            !self.pending_sync.is_empty(),
+            "{}: a sync deadline exactly while members are pending sync",
+            self.group_id
+        );
+        if !self.pending_sync.is_empty() {
+            assert!(
+                matches!(
+                    self.state,
+                    GroupState::CompletingRebalance | GroupState::Stable
+                ),
+                "{}: pending sync only after a join completed",
+                self.group_id
+            );
         }
         if self.state != GroupState::CompletingRebalance {
             assert!(

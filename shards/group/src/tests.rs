@@ -265,6 +265,79 @@ fn an_expired_session_removes_the_member_and_the_others_rebalance() {
     assert_eq!((r.generation_id, r.members.len()), (3, 1));
 }
 
+/// Two members in generation 2 of "g", a leading: (a, b), both joined, neither synced.
+fn two_members_joined(h: &mut Harness) -> (String, String) {
+    let (a, _) = h.join_new("g");
+    h.sync("g", &a, 1, vec![]);
+    let (b, _) = h.join_new("g");
+    let wa = h.join("g", &a, None, &[("range", b"m")]);
+    assert_eq!(h.joins[&wa].generation_id, 2);
+    assert_eq!(h.state("g"), GroupState::CompletingRebalance);
+    (a, b)
+}
+
+#[test]
+fn a_member_waiting_for_the_leaders_assignment_outlives_its_session() {
+    let mut h = Harness::no_delay();
+    let (a, b) = two_members_joined(&mut h);
+    // b syncs at once and waits; the leader takes longer than b's 10 s session to assign,
+    // heartbeating meanwhile (as Java's consumer does while it computes).
+    let sb = h.sync("g", &b, 2, vec![]);
+    for _ in 0..14 {
+        h.advance(1_000);
+        assert_eq!(h.coordinator.heartbeat("g", &a, None, 2, h.now_ms), Ok(()));
+    }
+    assert!(
+        h.coordinator.group("g").expect("group").has(&b),
+        "b waits, as on Kafka"
+    );
+    let sa = h.sync("g", &a, 2, vec![(b.clone(), Bytes::from_static(b"0"))]);
+    assert_eq!(h.syncs[&sa].error, None);
+    assert_eq!(h.syncs[&sb].assignment, Bytes::from_static(b"0"));
+    // b's session runs from the answer: its heartbeats keep it, 9 s later it is still in.
+    h.advance(9_000);
+    assert_eq!(h.coordinator.heartbeat("g", &b, None, 2, h.now_ms), Ok(()));
+    assert_eq!(h.coordinator.heartbeat("g", &a, None, 2, h.now_ms), Ok(()));
+    assert_eq!(h.state("g"), GroupState::Stable);
+}
+
+#[test]
+fn members_that_send_no_sync_group_are_removed_after_the_rebalance_timeout() {
+    let mut h = Harness::no_delay();
+    let (a, b) = two_members_joined(&mut h);
+    // b waits in SyncGroup; the leader a heartbeats but never syncs.
+    let sb = h.sync("g", &b, 2, vec![]);
+    for _ in 0..29 {
+        h.advance(1_000);
+        assert_eq!(h.coordinator.heartbeat("g", &a, None, 2, h.now_ms), Ok(()));
+    }
+    assert!(!h.syncs.contains_key(&sb));
+    h.advance(1_000);
+    // The 30 s rebalance timeout ended: a is removed, b is told to rejoin and forms the next
+    // generation alone.
+    assert!(!h.coordinator.group("g").expect("group").has(&a));
+    assert_eq!(h.syncs[&sb].error, Some(GroupError::RebalanceInProgress));
+    let wb = h.join("g", &b, None, &[("range", b"m")]);
+    let r = &h.joins[&wb];
+    assert_eq!(
+        (r.error, r.generation_id, r.leader_id.as_str()),
+        (None, 3, b.as_str())
+    );
+
+    // Once every member synced, no deadline remains: a Stable group sits past it untouched.
+    let sb = h.sync("g", &b, 3, vec![(b.clone(), Bytes::from_static(b"all"))]);
+    assert_eq!(h.syncs[&sb].error, None);
+    assert_eq!(
+        h.coordinator.group("g").expect("group").sync_deadline_ms,
+        None
+    );
+    for _ in 0..40 {
+        h.advance(1_000);
+        assert_eq!(h.coordinator.heartbeat("g", &b, None, 3, h.now_ms), Ok(()));
+    }
+    assert_eq!(h.state("g"), GroupState::Stable);
+}
+
 #[test]
 fn the_initial_delay_waits_for_more_members_and_extends() {
     let mut h = Harness::new(GroupConfig {

@@ -510,9 +510,14 @@ impl CoordinatorCall for JoinGroupArgs {
         let now = now_ms();
         let (waiter, answer) = oneshot::channel();
         let failed = self.failed(GroupError::NotCoordinator);
-        groups
+        let (group, member) = (self.group_id.clone(), self.member_id.clone());
+        debug!(%group, %member, "JoinGroup");
+        let result = groups
             .delayed(ctx, answer, failed, |c| c.join_group(self, waiter, now))
-            .await
+            .await;
+        debug!(%group, %member, answered = %result.member_id, error = ?result.error,
+            generation = result.generation_id, "JoinGroup answered");
+        result
     }
 }
 
@@ -521,9 +526,18 @@ impl CoordinatorCall for SyncGroupArgs {
         let now = now_ms();
         let (waiter, answer) = oneshot::channel();
         let failed = self.failed(GroupError::NotCoordinator);
-        groups
+        let (group, member, generation) = (
+            self.group_id.clone(),
+            self.member_id.clone(),
+            self.generation_id,
+        );
+        debug!(%group, %member, generation, "SyncGroup");
+        let result = groups
             .delayed(ctx, answer, failed, |c| c.sync_group(self, waiter, now))
-            .await
+            .await;
+        debug!(%group, %member, generation, error = ?result.error,
+            assignment_bytes = result.assignment.len(), "SyncGroup answered");
+        result
     }
 }
 
