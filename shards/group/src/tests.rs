@@ -147,6 +147,18 @@ impl Harness {
         self.drain();
     }
 
+    /// `seconds` seconds pass, `member` of generation `generation` of "g" heartbeating once a
+    /// second, each heartbeat answered without error.
+    fn heartbeat_for(&mut self, member: &str, generation: i32, seconds: usize) {
+        for _ in 0..seconds {
+            self.advance(1_000);
+            let result = self
+                .coordinator
+                .heartbeat("g", member, None, generation, self.now_ms);
+            assert_eq!(result, Ok(()), "{member} at {} ms", self.now_ms);
+        }
+    }
+
     fn state(&self, group: &str) -> GroupState {
         self.coordinator
             .group(group)
@@ -283,10 +295,7 @@ fn a_member_waiting_for_the_leaders_assignment_outlives_its_session() {
     // b syncs at once and waits; the leader takes longer than b's 10 s session to assign,
     // heartbeating meanwhile (as Java's consumer does while it computes).
     let sb = h.sync("g", &b, 2, vec![]);
-    for _ in 0..14 {
-        h.advance(1_000);
-        assert_eq!(h.coordinator.heartbeat("g", &a, None, 2, h.now_ms), Ok(()));
-    }
+    h.heartbeat_for(&a, 2, 14);
     assert!(
         h.coordinator.group("g").expect("group").has(&b),
         "b waits, as on Kafka"
@@ -307,10 +316,7 @@ fn members_that_send_no_sync_group_are_removed_after_the_rebalance_timeout() {
     let (a, b) = two_members_joined(&mut h);
     // b waits in SyncGroup; the leader a heartbeats but never syncs.
     let sb = h.sync("g", &b, 2, vec![]);
-    for _ in 0..29 {
-        h.advance(1_000);
-        assert_eq!(h.coordinator.heartbeat("g", &a, None, 2, h.now_ms), Ok(()));
-    }
+    h.heartbeat_for(&a, 2, 29);
     assert!(!h.syncs.contains_key(&sb));
     h.advance(1_000);
     // The 30 s rebalance timeout ended: a is removed, b is told to rejoin and forms the next
@@ -331,10 +337,7 @@ fn members_that_send_no_sync_group_are_removed_after_the_rebalance_timeout() {
         h.coordinator.group("g").expect("group").sync_deadline_ms,
         None
     );
-    for _ in 0..40 {
-        h.advance(1_000);
-        assert_eq!(h.coordinator.heartbeat("g", &b, None, 3, h.now_ms), Ok(()));
-    }
+    h.heartbeat_for(&b, 3, 40);
     assert_eq!(h.state("g"), GroupState::Stable);
 }
 
