@@ -75,3 +75,6 @@ def pytest_runtest_makereport(item, call):
         if isinstance(b, harness.Broker):
             state = "running" if b.running() else f"NOT RUNNING (exit code {b._popen().poll()})"
             rep.sections.append((f"broker log ({b.target} {state}, {b.log_path})", harness.tail(b.log_path, 30)))
+            if "group" in item.nodeid:
+                rep.sections.append(("the broker's group coordinator lines",
+                                     harness.tail(b.log_path, 80, containing="group=")))

@@ -81,11 +81,14 @@ def port_open(port: int) -> bool:
         return False
 
 
-def tail(path: Path, n: int = 40) -> str:
+def tail(path: Path, n: int = 40, containing: str | None = None) -> str:
+    """The last `n` lines of the file at `path` (those containing `containing`, if given)."""
     try:
         lines = Path(path).read_text(errors="replace").splitlines()
     except OSError:
         return "<no log>"
+    if containing is not None:
+        lines = [line for line in lines if containing in line]
     return "\n".join(lines[-n:])
 
 
@@ -147,6 +150,9 @@ class Broker:
             log = open(self.log_path, "ab")
             env = dict(os.environ)
             env.setdefault("RUST_BACKTRACE", "1")
+            # Every JoinGroup and SyncGroup with its answer (DEBUG, one line each): a group test
+            # that fails shows what the coordinator did (conftest attaches those lines).
+            env.setdefault("RUST_LOG", "info,sluice_group=debug,sluice_server::group_manager=debug")
             self._proc = subprocess.Popen([str(SLUICE_BIN), "--config", str(cfg), *self.extra_args], stdout=log,
                                           stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env)
             log.close()
