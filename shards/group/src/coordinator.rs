@@ -9,6 +9,7 @@
 //! a delayed request (a oneshot sender on a shard, a number in tests).
 
 use std::collections::{BTreeMap, HashMap};
+use std::fmt::Arguments;
 
 use bytes::Bytes;
 use tracing::{debug, info};
@@ -616,8 +617,12 @@ impl<W: Waiters> GroupCoordinator<W> {
         {
             group.new_member_added = true;
         }
-        let reason = format!("adding new member {member_id}");
-        self.maybe_prepare_rebalance(&args.group_id, now_ms, &reason);
+        let group_id = &args.group_id;
+        self.maybe_prepare_rebalance(
+            group_id,
+            now_ms,
+            format_args!("adding new member {member_id}"),
+        );
     }
 
     fn update_member_and_rebalance(&mut self, args: JoinGroupArgs, waiter: W::Join, now_ms: i64) {
@@ -632,8 +637,9 @@ impl<W: Waiters> GroupCoordinator<W> {
             let result = JoinGroupResult::error(GroupError::RebalanceInProgress, &args.member_id);
             self.join_done(old, result);
         }
-        let reason = format!("updating metadata for member {}", args.member_id);
-        self.maybe_prepare_rebalance(&args.group_id, now_ms, &reason);
+        let (group_id, member_id) = (&args.group_id, &args.member_id);
+        let reason = format_args!("updating metadata for member {member_id}");
+        self.maybe_prepare_rebalance(group_id, now_ms, reason);
     }
 
     /// A static member rejoined with an unknown member id (it restarted): it takes over its
@@ -706,13 +712,14 @@ impl<W: Waiters> GroupCoordinator<W> {
             }
             GroupState::PreparingRebalance => {}
             _ => {
-                let reason = format!("static member {new_member_id} rejoined");
-                self.maybe_prepare_rebalance(&args.group_id, now_ms, &reason);
+                let reason = format_args!("static member {new_member_id} rejoined");
+                self.maybe_prepare_rebalance(&args.group_id, now_ms, reason);
             }
         }
     }
 
-    fn maybe_prepare_rebalance(&mut self, group_id: &str, now_ms: i64, reason: &str) {
+    /// Starts a rebalance unless one is in progress; `reason` is formatted only for the log.
+    fn maybe_prepare_rebalance(&mut self, group_id: &str, now_ms: i64, reason: Arguments<'_>) {
         let state = self.groups.get(group_id).map(|g| g.state);
         if matches!(
             state,
@@ -722,7 +729,7 @@ impl<W: Waiters> GroupCoordinator<W> {
         }
     }
 
-    fn prepare_rebalance(&mut self, group_id: &str, now_ms: i64, reason: &str) {
+    fn prepare_rebalance(&mut self, group_id: &str, now_ms: i64, reason: Arguments<'_>) {
         let initial_delay_ms = self.config.group_initial_rebalance_delay_ms;
         let group = self.groups.get_mut(group_id).expect("a group");
         // Kafka's line, at INFO as there: one per rebalance, the trail an operator follows.
@@ -730,7 +737,7 @@ impl<W: Waiters> GroupCoordinator<W> {
             group = group_id,
             state = ?group.state,
             generation = group.generation_id,
-            reason,
+            %reason,
             "preparing to rebalance group"
         );
         if group.state == GroupState::CompletingRebalance {
@@ -1067,8 +1074,8 @@ impl<W: Waiters> GroupCoordinator<W> {
         remove_member(group, member_id, &mut self.effects);
         match group.state {
             GroupState::Stable | GroupState::CompletingRebalance => {
-                let reason = format!("removing member {member_id}");
-                self.prepare_rebalance(group_id, now_ms, &reason);
+                let reason = format_args!("removing member {member_id}");
+                self.prepare_rebalance(group_id, now_ms, reason);
                 self.try_complete_join(group_id, now_ms);
             }
             GroupState::PreparingRebalance => self.try_complete_join(group_id, now_ms),
@@ -1116,8 +1123,8 @@ impl<W: Waiters> GroupCoordinator<W> {
         for member_id in &pending {
             remove_member(group, member_id, &mut self.effects);
         }
-        let reason = format!("removing {pending:?} on pending sync expiration");
-        self.prepare_rebalance(group_id, now_ms, &reason);
+        let reason = format_args!("removing {pending:?} on pending sync expiration");
+        self.prepare_rebalance(group_id, now_ms, reason);
         self.try_complete_join(group_id, now_ms);
     }
 
