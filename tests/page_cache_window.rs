@@ -1,7 +1,8 @@
 //! The shard's page-cache window end to end (`sluice.shard.page.cache.window.bytes`,
 //! `shards/log/src/page_cache.rs`): a partition written well past the window keeps at most
 //! the window's worth of its segment in the page cache, and every record, the dropped ones
-//! too, reads back intact from the disk.
+//! too, reads back intact from the disk; after a restart, what a consumer reads back from the
+//! segments loaded at start leaves the page cache again.
 
 #![allow(clippy::unwrap_used)] // test code
 mod support;
@@ -43,21 +44,28 @@ fn on_tmpfs(dir: &std::path::Path) -> bool {
     }
 }
 
-#[test]
-fn a_partition_written_past_the_window_leaves_only_the_window_cached() {
-    let window = WINDOW_BYTES.to_string();
-    let broker = Broker::start(
-        "page-cache-window",
-        &[
-            &format!("sluice.shard.page.cache.window.bytes={window}"),
-            "sluice.shards=1",
-        ],
-    );
-    if on_tmpfs(&broker.dir) {
-        // tmpfs pages are the files themselves: nothing to drop. CI's checkout is on a disk.
-        eprintln!("skipped: {} is on tmpfs", broker.dir.display());
-        return;
+/// Bytes the page cache holds of `path`, once it is at most `bound` or 10 s have passed (the
+/// shard's file worker runs the drops queued by the last appends or reads).
+fn cached_bytes_settled(path: &std::path::Path, bound: u64) -> u64 {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let mut cached = cached_bytes(path);
+    while cached > bound && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        cached = cached_bytes(path);
     }
+    cached
+}
+
+fn window_overrides() -> Vec<String> {
+    vec![
+        format!("sluice.shard.page.cache.window.bytes={WINDOW_BYTES}"),
+        "sluice.shards=1".to_string(),
+    ]
+}
+
+/// Writes `BATCHES` batches of ~1 MB to partition 0 of a new topic `windowed`; returns the
+/// log end offset and the segment's path.
+fn write_past_the_window(broker: &Broker) -> (i64, std::path::PathBuf) {
     let mut client = broker.client();
     support::create_topic(&mut client, "windowed", 1);
     let mut next = 0;
@@ -80,20 +88,12 @@ fn a_partition_written_past_the_window_leaves_only_the_window_cached() {
         .join("00000000000000000000.log");
     let size = std::fs::metadata(&segment).unwrap().len();
     assert!(size > 4 * WINDOW_BYTES, "the partition holds {size} bytes");
-    // The window, one appended range (up to 4 MiB) and one file step (1 MiB) still to drop,
-    // once the shard's file worker has run the drops queued by the last appends.
-    let bound = WINDOW_BYTES + (5 << 20) + 4096;
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    let mut cached = cached_bytes(&segment);
-    while cached > bound && std::time::Instant::now() < deadline {
-        std::thread::sleep(std::time::Duration::from_millis(20));
-        cached = cached_bytes(&segment);
-    }
-    assert!(
-        cached <= bound,
-        "{cached} of {size} bytes cached with a {WINDOW_BYTES}-byte window"
-    );
-    // Every record reads back, in order and intact, most of them from the disk.
+    (next, segment)
+}
+
+/// Fetches every record of partition 0 of `windowed` (ending at `next`), checking each batch.
+fn read_all_back(broker: &Broker, next: i64) {
+    let mut client = broker.client();
     let mut offset = 0;
     while offset < next {
         let (error, high_watermark, records) = fetch(&mut client, "windowed", 0, offset);
@@ -112,4 +112,65 @@ fn a_partition_written_past_the_window_leaves_only_the_window_cached() {
         }
     }
     assert_eq!(offset, next);
+}
+
+#[test]
+fn a_partition_written_past_the_window_leaves_only_the_window_cached() {
+    let overrides = window_overrides();
+    let overrides: Vec<&str> = overrides.iter().map(String::as_str).collect();
+    let broker = Broker::start("page-cache-window", &overrides);
+    if on_tmpfs(&broker.dir) {
+        // tmpfs pages are the files themselves: nothing to drop. CI's checkout is on a disk.
+        eprintln!("skipped: {} is on tmpfs", broker.dir.display());
+        return;
+    }
+    let (next, segment) = write_past_the_window(&broker);
+    let size = std::fs::metadata(&segment).unwrap().len();
+    // The window, one appended range (up to 4 MiB) and one file step (1 MiB) still to drop,
+    // once the shard's file worker has run the drops queued by the last appends.
+    let bound = WINDOW_BYTES + (5 << 20) + 4096;
+    let cached = cached_bytes_settled(&segment, bound);
+    assert!(
+        cached <= bound,
+        "{cached} of {size} bytes cached with a {WINDOW_BYTES}-byte window"
+    );
+    // Every record reads back, in order and intact, most of them from the disk.
+    read_all_back(&broker, next);
+}
+
+#[test]
+fn a_segment_loaded_at_start_and_read_back_leaves_the_page_cache_again() {
+    let overrides = window_overrides();
+    let overrides: Vec<&str> = overrides.iter().map(String::as_str).collect();
+    let dir = support::temp_dir("page-cache-read-back");
+    let port = support::free_port();
+    let broker = Broker::start_in(&dir, port, &overrides);
+    if on_tmpfs(&broker.dir) {
+        eprintln!("skipped: {} is on tmpfs", broker.dir.display());
+        return;
+    }
+    let (next, segment) = write_past_the_window(&broker);
+    let size = std::fs::metadata(&segment).unwrap().len();
+    assert!(broker.stop().success());
+    // Nothing of the segment cached before the restart, as after a host's reboot: every byte
+    // the consumer below reads comes back from the disk.
+    {
+        let file = std::fs::File::open(&segment).unwrap();
+        file.sync_all().unwrap();
+        // SAFETY: fadvise on a descriptor we own; it only drops clean cached pages.
+        let rc = unsafe { libc::posix_fadvise(file.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
+        assert_eq!(rc, 0);
+    }
+    let broker = Broker::start_in(&dir, port, &overrides);
+    let loaded = cached_bytes(&segment);
+    read_all_back(&broker, next);
+    // The read-back window (a quarter of the window), the 2 MiB block each end of it leaves
+    // for the next drop, and the kernel's read-ahead past the last read (up to a 2 MiB folio).
+    // Before segments loaded at start had marks, all `size` bytes stayed cached.
+    let bound = loaded + WINDOW_BYTES / 4 + (6 << 20);
+    let cached = cached_bytes_settled(&segment, bound);
+    assert!(
+        cached <= bound,
+        "{cached} of {size} bytes cached after reading them back ({loaded} cached at the start)"
+    );
 }

@@ -434,7 +434,7 @@ impl<'a> LogLoader<'a> {
             let next_base = bases.get(i + 1).copied();
             let is_last = next_base.is_none();
             let seg = LogSegment::loaded(base, path.clone(), file, self.now_ms);
-            seg.size.set(size);
+            seg.set_loaded_size(size);
             if i < scan_from {
                 let end_limit = match (next_base, mode) {
                     (Some(n), _) => Some(n),
@@ -490,7 +490,7 @@ impl<'a> LogLoader<'a> {
                     epochs.push((epoch, offset));
                 }
             }
-            seg.size.set(valid);
+            seg.set_loaded_size(valid);
             *seg.offset_index.borrow_mut() = scan.offset_index;
             *seg.time_index.borrow_mut() = scan.time_index;
             seg.rolling_based_timestamp

@@ -103,12 +103,15 @@ impl Drop for FileMark {
 }
 
 impl FileMark {
-    /// A mark for `fd` (the segment's own descriptor: the mark keeps it open).
-    pub fn new(fd: Arc<OwnedFd>) -> Rc<FileMark> {
+    /// A mark for `fd` (the segment's own descriptor: the mark keeps it open) whose first
+    /// `floor` bytes this process did not append: a segment loaded at start (or written by
+    /// the cleaner) has them on the disk already, so the window starts past them, and a
+    /// region sent from below `floor` is read back ([`sent`]) like one behind the window.
+    pub fn new(fd: Arc<OwnedFd>, floor: u64) -> Rc<FileMark> {
         Rc::new(FileMark {
             fd,
-            written_back_to: Cell::new(0),
-            dropped_to: Cell::new(0),
+            written_back_to: Cell::new(floor),
+            dropped_to: Cell::new(floor),
             pending_bytes: Cell::new(0),
             read_back_dropped_to: Cell::new(0),
             preallocated_to: Cell::new(0),
@@ -803,7 +806,7 @@ mod tests {
             .unwrap();
         // SAFETY: a fresh descriptor of the file, owned by the mark.
         let fd = unsafe { OwnedFd::from_raw_fd(libc::dup(file.as_raw_fd())) };
-        let mark = FileMark::new(Arc::new(fd));
+        let mark = FileMark::new(Arc::new(fd), 0);
         set_window_bytes(16 << 20);
         let chunk = (0..131_000u32).map(|i| (i % 251) as u8).collect();
         (dir, path, file, mark, chunk)
@@ -907,10 +910,10 @@ mod tests {
     fn ranges_of_a_dropped_mark_are_only_counted_out() {
         set_window_bytes(1 << 20);
         let file = tempfile_fd();
-        let mark = FileMark::new(Arc::new(file));
+        let mark = FileMark::new(Arc::new(file), 0);
         appended(&mark, 512 << 10, 512 << 10);
         drop(mark);
-        let other = FileMark::new(Arc::new(tempfile_fd()));
+        let other = FileMark::new(Arc::new(tempfile_fd()), 0);
         let before = stats();
         appended(&other, 1 << 20, 1 << 20);
         let after = stats();
@@ -933,7 +936,7 @@ mod tests {
         set_window_bytes(limit_bytes);
         let step_bytes = WINDOW.with(|w| w.borrow().step_bytes());
         let marks: Vec<_> = (0..16)
-            .map(|_| FileMark::new(Arc::new(tempfile_fd())))
+            .map(|_| FileMark::new(Arc::new(tempfile_fd()), 0))
             .collect();
         let mut ends = vec![0u64; marks.len()];
         let before = stats();
@@ -972,7 +975,7 @@ mod tests {
     /// `RANGES_TARGET` ranges, so the full list is built by hand.)
     #[test]
     fn a_full_range_list_forgets_its_oldest_range() {
-        let mark = FileMark::new(Arc::new(tempfile_fd()));
+        let mark = FileMark::new(Arc::new(tempfile_fd()), 0);
         let full_bytes = RANGES_MAX as u64 * PAGE_BYTES;
         let mut window = Window {
             limit_bytes: 1 << 40,
@@ -990,7 +993,7 @@ mod tests {
                 ..WindowStats::default()
             },
         };
-        let other = FileMark::new(Arc::new(tempfile_fd()));
+        let other = FileMark::new(Arc::new(tempfile_fd()), 0);
         let step_bytes = window.step_bytes();
         let (writeback, drop) = window.push(&other, step_bytes, step_bytes);
         assert!(
@@ -1011,7 +1014,7 @@ mod tests {
     /// the shard (here, the test's thread) at once, and everything runs once it is released.
     #[test]
     fn a_full_file_worker_queue_runs_jobs_on_the_shard() {
-        let mark = FileMark::new(Arc::new(tempfile_fd()));
+        let mark = FileMark::new(Arc::new(tempfile_fd()), 0);
         settle(); // the worker is started
         let (release, held) = mpsc::sync_channel(0);
         submit(FileJob::Hold(held));
@@ -1089,7 +1092,7 @@ mod tests {
         );
         // Many files: those that join get a smaller step, and the rest none.
         let marks: Vec<_> = (0..300)
-            .map(|_| FileMark::new(Arc::new(tempfile_fd())))
+            .map(|_| FileMark::new(Arc::new(tempfile_fd()), 0))
             .collect();
         for m in &marks {
             m.preallocate(4096, 1 << 30);

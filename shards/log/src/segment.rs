@@ -96,8 +96,11 @@ pub(crate) struct LogSegment {
     /// file readable for them after the segment is deleted or replaced.
     send_fd: RefCell<Option<Arc<OwnedFd>>>,
     /// What the shard's page-cache window did to this file (`page_cache.rs`), made by the
-    /// first append while a window is set.
+    /// first append, or by the first region sent while a window is set.
     page_cache_mark: RefCell<Option<Rc<FileMark>>>,
+    /// Bytes the file held when this process loaded it (at start, or from the cleaner): not
+    /// appended here, so outside the page-cache window; the mark's floor.
+    loaded_bytes: Cell<u64>,
     /// Entries of (`offset_index`, `time_index`) in their files; those after are written by
     /// [`LogSegment::write_index`].
     index_on_disk: Cell<(usize, usize)>,
@@ -120,6 +123,7 @@ impl LogSegment {
             final_index_pending: Cell::new(false),
             send_fd: RefCell::new(None),
             page_cache_mark: RefCell::new(None),
+            loaded_bytes: Cell::new(0),
             index_on_disk: Cell::new((0, 0)),
         }
     }
@@ -140,6 +144,7 @@ impl LogSegment {
             final_index_pending: Cell::new(false),
             send_fd: RefCell::new(None),
             page_cache_mark: RefCell::new(None),
+            loaded_bytes: Cell::new(0),
             index_on_disk: Cell::new((0, 0)),
         }
     }
@@ -189,6 +194,19 @@ impl LogSegment {
         Ok(Some(fd))
     }
 
+    /// The size of a segment this process loaded (at start, or from the cleaner) rather than
+    /// appended to: its bytes so far are on the disk, not in the page-cache window.
+    pub fn set_loaded_size(&self, size: u64) {
+        self.size.set(size);
+        self.loaded_bytes.set(size);
+    }
+
+    /// After a truncation to `size`: the bytes loaded that are left.
+    pub fn truncated_to(&self, size: u64) {
+        self.size.set(size);
+        self.loaded_bytes.set(self.loaded_bytes.get().min(size));
+    }
+
     /// This file's mark in the shard's page-cache window; `None` when the process is out of
     /// descriptors (the kernel alone then manages the file's pages).
     pub fn page_cache_mark(&self, file: &BufferedFile) -> Result<Option<Rc<FileMark>>, LogError> {
@@ -198,7 +216,7 @@ impl LogSegment {
         let Some(fd) = self.send_fd(file)? else {
             return Ok(None);
         };
-        let mark = FileMark::new(fd);
+        let mark = FileMark::new(fd, self.loaded_bytes.get());
         *self.page_cache_mark.borrow_mut() = Some(mark.clone());
         Ok(Some(mark))
     }

@@ -212,7 +212,7 @@ impl Log {
             cleaned.file,
             now_ms,
         );
-        seg.size.set(cleaned.size);
+        seg.set_loaded_size(cleaned.size);
         *seg.offset_index.borrow_mut() = cleaned.offset_index;
         *seg.time_index.borrow_mut() = cleaned.time_index;
         // The cleaner wrote the cleaned segment's index files whole.

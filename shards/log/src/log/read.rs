@@ -336,7 +336,14 @@ impl Log {
             return Ok(None);
         };
         crate::file_io::copies::add_region(end);
-        if let Some(mark) = plan.segment.existing_page_cache_mark() {
+        // A segment no append of this process touched (loaded at start) gets its mark here,
+        // so that what a consumer reads back from it leaves the page cache again.
+        let mark = if crate::page_cache::window_bytes() > 0 {
+            plan.segment.page_cache_mark(file)?
+        } else {
+            plan.segment.existing_page_cache_mark()
+        };
+        if let Some(mark) = mark {
             crate::page_cache::sent(&mark, found.position, found.position + end as u64);
         }
         Ok(Some(FileRegion::new(fd, found.position, end)))

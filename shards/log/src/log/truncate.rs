@@ -296,7 +296,7 @@ impl Log {
             }
         }
         segment.index_cut();
-        segment.size.set(cut.position);
+        segment.truncated_to(cut.position);
         segment.final_index_pending.set(false);
         if cut.position == 0 {
             // Kafka's `LogSegment.truncateTo` on a segment left empty: time-based roll counts
