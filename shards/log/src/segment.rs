@@ -221,6 +221,21 @@ impl LogSegment {
         Ok(Some(mark))
     }
 
+    /// Once this segment's files are unlinked: its descriptor goes to the shard's file worker,
+    /// which frees the file's blocks and closes it when nothing else holds it
+    /// ([`crate::page_cache::release_when_unused`]); the shard would otherwise free them in
+    /// its last close. Call it only after the unlink succeeded.
+    pub fn release_deleted(&self) {
+        let file = match &*self.file.borrow() {
+            FileSlot::Ready(file) => file.clone(),
+            FileSlot::Opening(_) | FileSlot::Failed => return,
+        };
+        // No descriptor left for a dup: the last close frees the blocks, as before.
+        if let Ok(Some(fd)) = self.send_fd(&file) {
+            crate::page_cache::release_when_unused(fd);
+        }
+    }
+
     /// This file's mark in the page-cache window if an append made one.
     pub fn existing_page_cache_mark(&self) -> Option<Rc<FileMark>> {
         self.page_cache_mark.borrow().clone()

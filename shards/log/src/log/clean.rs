@@ -235,19 +235,27 @@ impl Log {
         }
         drop(guard);
         for s in old {
-            self.remove_files(&segment_paths(&self.dir, s.base_offset, DELETED_SUFFIX))
-                .await;
+            if self
+                .remove_files(&segment_paths(&self.dir, s.base_offset, DELETED_SUFFIX))
+                .await
+            {
+                s.release_deleted();
+            }
         }
         crash_point("done");
         Ok(true)
     }
 
-    async fn remove_files(&self, paths: &[std::path::PathBuf]) {
+    /// Removes `paths` (missing ones count as removed); whether all are gone.
+    async fn remove_files(&self, paths: &[std::path::PathBuf]) -> bool {
+        let mut removed = true;
         for p in paths {
             if let Err(e) = remove_if_exists(p).await {
                 tracing::warn!(path = %p.display(), error = %e, "could not remove a cleaner file");
+                removed = false;
             }
         }
+        removed
     }
 
     /// Records that the offsets below `end_offset` are clean (checkpointed) and the earliest

@@ -99,6 +99,7 @@ impl Log {
         for seg in &doomed {
             seg.set_index_files(None);
             delete_segment_files(&self.dir, seg.base_offset).await?;
+            seg.release_deleted();
         }
         info!(dir = %self.dir.display(), segments = doomed.len(), bytes, reason,
             log_start_offset = self.log_start_offset(), "deleted log segments");

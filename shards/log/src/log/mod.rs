@@ -468,7 +468,13 @@ impl Log {
                 std::fs::remove_dir_all(&doomed)
             })
             .await
-            .map_err(|e| LogError::io(&self.dir, e))
+            .map_err(|e| LogError::io(&self.dir, e))?;
+        // Every file is unlinked: their blocks are freed on the file worker, not in the
+        // shard's last close of each.
+        let segments: Vec<Rc<LogSegment>> =
+            self.state.borrow().segments.values().cloned().collect();
+        segments.iter().for_each(|s| s.release_deleted());
+        Ok(())
     }
 
     fn fail(&self) {

@@ -107,6 +107,7 @@ impl Log {
             for seg in doomed.iter().rev() {
                 seg.set_index_files(None);
                 delete_segment_files(&self.dir, seg.base_offset).await?;
+                seg.release_deleted();
             }
             segment.truncate_files(cut.position).await?;
             if !doomed.is_empty() {
@@ -170,6 +171,7 @@ impl Log {
             for seg in doomed.iter().rev() {
                 seg.set_index_files(None);
                 delete_segment_files(&self.dir, seg.base_offset).await?;
+                seg.release_deleted();
             }
             sync_dir(&self.dir).await?;
             fresh.create_file().await?;

@@ -1109,3 +1109,44 @@ fn index_entries_reach_their_files_in_groups_and_all_by_a_flush() {
         let _ = std::fs::remove_dir_all(&dir);
     });
 }
+
+/// Waits (at most 10 s) until the file `probe` has open is empty: a deleted segment whose
+/// blocks the shard's file worker freed (`page_cache::release_when_unused`).
+async fn freed(probe: &std::fs::File) -> bool {
+    for _ in 0..1000 {
+        if probe.metadata().unwrap().len() == 0 {
+            return true;
+        }
+        glommio::timer::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    false
+}
+
+/// Segments deleted by DeleteRecords (retention's path) and by deleting the log have their
+/// blocks freed on the file worker, not in the shard's last close: the file, still open
+/// elsewhere, is truncated to nothing once the log lets it go.
+#[test]
+fn deleted_segments_are_freed_by_the_file_worker() {
+    run(|| async {
+        let dir = test_dir("freed-by-worker");
+        let log = Log::open(dir.clone(), small_config()).await.unwrap();
+        for _ in 0..24 {
+            log.append_as_leader(&batches(&[10], 1000), 1)
+                .await
+                .unwrap();
+        }
+        let bases = log.segment_bases();
+        assert!(bases.len() >= 4, "segments {bases:?}");
+        let open = |base: i64| std::fs::File::open(dir.join(segment_file_name(base))).unwrap();
+        let (first, last) = (open(bases[0]), open(bases[bases.len() - 1]));
+        assert!(first.metadata().unwrap().len() > 0);
+        log.update_high_watermark(log.log_end_offset());
+        log.delete_records_before(bases[2]).await.unwrap();
+        assert!(!dir.join(segment_file_name(bases[0])).exists());
+        assert!(freed(&first).await, "the first segment's blocks were freed");
+        assert!(last.metadata().unwrap().len() > 0, "the live ones are kept");
+        log.delete().await.unwrap();
+        drop(log);
+        assert!(freed(&last).await, "the deleted log's blocks were freed");
+    });
+}
