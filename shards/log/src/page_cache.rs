@@ -404,8 +404,8 @@ pub fn released_files() -> u64 {
 }
 
 /// Hands the descriptor of a segment file that was just unlinked to the shard's file worker,
-/// which keeps it until every other holder (the segment, responses sending regions of it, the
-/// window's marks) let theirs go, then truncates the file to nothing and closes it. Why:
+/// which keeps it until every other holder (the segment and its mark, responses sending
+/// regions of it, queued jobs) let theirs go, then truncates the file to nothing and closes it. Why:
 /// the last close of an unlinked file frees its blocks (ext4 evicts the inode: a 1 GiB segment
 /// took 362 ms on this host's `discard` mount) and used to run on the shard, stalling every
 /// partition of it. Kafka deletes segment files on a scheduler thread, after
