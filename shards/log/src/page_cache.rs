@@ -515,18 +515,10 @@ fn start_file_worker() -> Option<FileWorker> {
                     Ok(job) => Some(job),
                     Err(mpsc::TryRecvError::Empty) => {
                         std::thread::sleep(FILE_WORKER_BATCH_DELAY);
-                        queue.try_recv().ok().or_else(|| loop {
-                            if releasing.is_empty() {
-                                break queue.recv().ok();
-                            }
-                            match queue.recv_timeout(RELEASE_POLL) {
-                                Ok(job) => break Some(job),
-                                Err(mpsc::RecvTimeoutError::Timeout) => {
-                                    release_unused(&mut releasing)
-                                }
-                                Err(mpsc::RecvTimeoutError::Disconnected) => break None,
-                            }
-                        })
+                        queue
+                            .try_recv()
+                            .ok()
+                            .or_else(|| wait_for_job(&queue, &mut releasing))
                     }
                     Err(mpsc::TryRecvError::Disconnected) => None,
                 };
@@ -537,6 +529,22 @@ fn start_file_worker() -> Option<FileWorker> {
         jobs,
         queued_drop_bytes,
     })
+}
+
+/// The worker's wait for its next job (`None`: the shard is gone). While it holds deleted
+/// files it wakes every `RELEASE_POLL` to release those no one else holds; else it blocks.
+fn wait_for_job(
+    queue: &mpsc::Receiver<FileJob>,
+    releasing: &mut Vec<Arc<OwnedFd>>,
+) -> Option<FileJob> {
+    while !releasing.is_empty() {
+        match queue.recv_timeout(RELEASE_POLL) {
+            Ok(job) => return Some(job),
+            Err(mpsc::RecvTimeoutError::Timeout) => release_unused(releasing),
+            Err(mpsc::RecvTimeoutError::Disconnected) => return None,
+        }
+    }
+    queue.recv().ok()
 }
 
 /// Waits until the file worker has run every job this thread queued before: for tests, which

@@ -471,9 +471,9 @@ impl Log {
             .map_err(|e| LogError::io(&self.dir, e))?;
         // Every file is unlinked: their blocks are freed on the file worker, not in the
         // shard's last close of each.
-        let segments: Vec<Rc<LogSegment>> =
-            self.state.borrow().segments.values().cloned().collect();
-        segments.iter().for_each(|s| s.release_deleted());
+        for segment in self.state.borrow().segments.values() {
+            segment.release_deleted();
+        }
         Ok(())
     }
 
