@@ -391,10 +391,10 @@ fn fallocate(fd: &OwnedFd, from: u64, to: u64) {
 /// How long the file worker sleeps when its queue empties before it looks again (then it
 /// blocks until the next job): jobs that come meanwhile wait at most this long.
 const FILE_WORKER_BATCH_DELAY: std::time::Duration = std::time::Duration::from_millis(2);
-/// How often the worker looks whether a deleted file it holds is still in use elsewhere.
+/// How often the releaser looks whether a deleted file it holds is still in use elsewhere.
 const RELEASE_POLL: std::time::Duration = std::time::Duration::from_millis(50);
 
-/// Deleted segment files whose blocks the file workers freed (`ftruncate(0)` before the last
+/// Deleted segment files whose blocks the file workers' releasers freed (`ftruncate(0)` before the last
 /// close), all shards together.
 static RELEASED_FILES: AtomicU64 = AtomicU64::new(0);
 
@@ -404,25 +404,27 @@ pub fn released_files() -> u64 {
 }
 
 /// Hands the descriptor of a segment file that was just unlinked to the shard's file worker,
-/// which keeps it until every other holder (the segment and its mark, responses sending
-/// regions of it, queued jobs) let theirs go, then truncates the file to nothing and closes it. Why:
-/// the last close of an unlinked file frees its blocks (ext4 evicts the inode: a 1 GiB segment
-/// took 362 ms on this host's `discard` mount) and used to run on the shard, stalling every
-/// partition of it. Kafka deletes segment files on a scheduler thread, after
+/// which passes it to its releaser, a thread of its own: it keeps the descriptor until every
+/// other holder (the segment and its mark, responses sending regions of it, queued jobs) let
+/// theirs go, then truncates the file to nothing and closes it. Why: the last close of an
+/// unlinked file frees its blocks (ext4 evicts the inode: a 1 GiB segment took 362 ms on this
+/// host's `discard` mount) and used to run on the shard, stalling every partition of it. On a
+/// thread apart from the worker, the window's jobs do not wait behind the freeing of a deleted
+/// topic's GBs. Kafka deletes segment files on a scheduler thread, after
 /// `file.delete.delay.ms`. Call it only for a file no longer linked: its data goes.
 pub fn release_when_unused(fd: Arc<OwnedFd>) {
     submit(FileJob::Release(fd));
 }
 
-/// The worker's deleted files: each one it holds the last reference of is truncated and
+/// The releaser's deleted files: each one it holds the last reference of is truncated and
 /// closed here.
 fn release_unused(releasing: &mut Vec<Arc<OwnedFd>>) {
     releasing.retain(|fd| {
-        // Only the worker holds it: nobody can clone it any more, so nobody reads it again.
+        // Only the releaser holds it: nobody can clone it any more, so nobody reads it again.
         if Arc::strong_count(fd) > 1 {
             return true;
         }
-        // SAFETY: ftruncate on a descriptor the worker holds the last reference of. A
+        // SAFETY: ftruncate on a descriptor the releaser holds the last reference of. A
         // failure leaves the freeing to the close.
         unsafe { libc::ftruncate(fd.as_raw_fd(), 0) };
         RELEASED_FILES.fetch_add(1, Ordering::Relaxed);
@@ -499,26 +501,25 @@ fn start_file_worker() -> Option<FileWorker> {
             // short sleep apart: a sleeping worker is not woken by the shard's sends, so the
             // shard pays no futex wake and no switch per job (one per append range at 1,000
             // partitions, one per region a catch-up read sends from below the window).
-            // Deleted files held until their other holders let go; while there are any, the
-            // worker wakes every `RELEASE_POLL` to look.
-            let mut releasing: Vec<Arc<OwnedFd>> = Vec::new();
+            let mut releaser: Option<Option<mpsc::Sender<Arc<OwnedFd>>>> = None;
             let mut next = queue.recv().ok();
             while let Some(job) = next {
                 let drop_bytes = job.drop_bytes();
                 match job {
-                    FileJob::Release(fd) => releasing.push(fd),
+                    FileJob::Release(fd) => {
+                        // No releaser (no thread could be started): the last holder closes it.
+                        if let Some(releaser) = releaser.get_or_insert_with(start_releaser) {
+                            let _ = releaser.send(fd);
+                        }
+                    }
                     job => job.run(),
                 }
                 queued.fetch_sub(drop_bytes, Ordering::Relaxed);
-                release_unused(&mut releasing);
                 next = match queue.try_recv() {
                     Ok(job) => Some(job),
                     Err(mpsc::TryRecvError::Empty) => {
                         std::thread::sleep(FILE_WORKER_BATCH_DELAY);
-                        queue
-                            .try_recv()
-                            .ok()
-                            .or_else(|| wait_for_job(&queue, &mut releasing))
+                        queue.try_recv().ok().or_else(|| queue.recv().ok())
                     }
                     Err(mpsc::TryRecvError::Disconnected) => None,
                 };
@@ -531,20 +532,42 @@ fn start_file_worker() -> Option<FileWorker> {
     })
 }
 
-/// The worker's wait for its next job (`None`: the shard is gone). While it holds deleted
-/// files it wakes every `RELEASE_POLL` to release those no one else holds; else it blocks.
-fn wait_for_job(
-    queue: &mpsc::Receiver<FileJob>,
+/// Starts the file worker's releaser (named after the worker's shard); it ends when the
+/// worker's sender goes.
+fn start_releaser() -> Option<mpsc::Sender<Arc<OwnedFd>>> {
+    let (files, deleted) = mpsc::channel::<Arc<OwnedFd>>();
+    let name = std::thread::current().name().unwrap_or("shard").to_owned();
+    // "shard-0-1" + "-free", within Linux's 15 bytes.
+    let name = format!("{}-free", name.chars().take(9).collect::<String>());
+    std::thread::Builder::new()
+        .name(name)
+        .spawn(move || {
+            let mut releasing: Vec<Arc<OwnedFd>> = Vec::new();
+            while let Some(fd) = wait_for_file(&deleted, &mut releasing) {
+                releasing.push(fd);
+                release_unused(&mut releasing);
+            }
+        })
+        .ok()?;
+    Some(files)
+}
+
+/// The releaser's wait for the next deleted file (`None`: the worker is gone). While it holds
+/// deleted files it wakes every `RELEASE_POLL` to release those no one else holds; else it
+/// blocks.
+fn wait_for_file(
+    deleted: &mpsc::Receiver<Arc<OwnedFd>>,
     releasing: &mut Vec<Arc<OwnedFd>>,
-) -> Option<FileJob> {
+) -> Option<Arc<OwnedFd>> {
     while !releasing.is_empty() {
-        match queue.recv_timeout(RELEASE_POLL) {
-            Ok(job) => return Some(job),
+        match deleted.recv_timeout(RELEASE_POLL) {
+            Ok(fd) => return Some(fd),
             Err(mpsc::RecvTimeoutError::Timeout) => release_unused(releasing),
+            // The shard is gone: what is still held elsewhere is closed there.
             Err(mpsc::RecvTimeoutError::Disconnected) => return None,
         }
     }
-    queue.recv().ok()
+    deleted.recv().ok()
 }
 
 /// Waits until the file worker has run every job this thread queued before: for tests, which
@@ -1178,10 +1201,10 @@ mod tests {
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
-    /// A deleted file handed to the worker is freed and closed there only once the worker
-    /// holds its last reference: a response still sending from it reads it whole.
+    /// A deleted file handed to the worker is freed and closed by its releaser only once the
+    /// releaser holds its last reference: a response still sending from it reads it whole.
     #[test]
-    fn a_released_file_is_freed_once_only_the_worker_holds_it() {
+    fn a_released_file_is_freed_once_only_the_releaser_holds_it() {
         use std::io::Write;
         let path = std::env::temp_dir().join(format!(
             "sluice-pcw-release-{}-{}",
@@ -1205,15 +1228,18 @@ mod tests {
             bytes,
             "still held: left whole"
         );
-        assert_eq!(released_files(), released_before);
         drop(in_flight);
+        use std::os::unix::fs::MetadataExt;
+        // The size drops before the blocks are freed: both are waited for.
+        let freed = || {
+            let meta = probe.metadata().unwrap();
+            (meta.len(), meta.blocks())
+        };
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-        while probe.metadata().unwrap().len() > 0 && std::time::Instant::now() < deadline {
+        while freed() != (0, 0) && std::time::Instant::now() < deadline {
             std::thread::sleep(std::time::Duration::from_millis(10));
         }
-        use std::os::unix::fs::MetadataExt;
-        let meta = probe.metadata().unwrap();
-        assert_eq!((meta.len(), meta.blocks()), (0, 0), "freed by the worker");
+        assert_eq!(freed(), (0, 0), "freed by the releaser");
         assert!(released_files() > released_before);
     }
 

@@ -469,7 +469,7 @@ impl Log {
             })
             .await
             .map_err(|e| LogError::io(&self.dir, e))?;
-        // Every file is unlinked: their blocks are freed on the file worker, not in the
+        // Every file is unlinked: their blocks are freed by the file worker's releaser, not in the
         // shard's last close of each.
         for segment in self.state.borrow().segments.values() {
             segment.release_deleted();
