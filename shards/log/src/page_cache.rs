@@ -292,9 +292,6 @@ enum FileJob {
         from: u64,
         to: u64,
     },
-    /// A deleted segment file's descriptor, kept by the worker until it holds the last
-    /// reference; then `ftruncate(0)` and close ([`release_when_unused`]).
-    Release(Arc<OwnedFd>),
     /// Answers once every job queued before it has run ([`settle`]).
     Settle(SyncSender<()>),
     /// Holds the worker until the sender goes: tests fill its queue behind it.
@@ -325,9 +322,6 @@ impl FileJob {
             }
             FileJob::DropReadBack { fd, from, to } => fadvise_dontneed(&fd, from, to),
             FileJob::Preallocate { fd, from, to } => fallocate(&fd, from, to),
-            // Run here only when the worker's queue refused it: the descriptor is closed
-            // wherever its last holder lets it go, as without a worker.
-            FileJob::Release(_) => {}
             FileJob::Settle(done) => {
                 let _ = done.send(());
             }
@@ -394,7 +388,7 @@ const FILE_WORKER_BATCH_DELAY: std::time::Duration = std::time::Duration::from_m
 /// How often the releaser looks whether a deleted file it holds is still in use elsewhere.
 const RELEASE_POLL: std::time::Duration = std::time::Duration::from_millis(50);
 
-/// Deleted segment files whose blocks the file workers' releasers freed (`ftruncate(0)` before the last
+/// Deleted segment files whose blocks the releasers freed (`ftruncate(0)` before the last
 /// close), all shards together.
 static RELEASED_FILES: AtomicU64 = AtomicU64::new(0);
 
@@ -403,17 +397,30 @@ pub fn released_files() -> u64 {
     RELEASED_FILES.load(Ordering::Relaxed)
 }
 
-/// Hands the descriptor of a segment file that was just unlinked to the shard's file worker,
-/// which passes it to its releaser, a thread of its own: it keeps the descriptor until every
-/// other holder (the segment and its mark, responses sending regions of it, queued jobs) let
-/// theirs go, then truncates the file to nothing and closes it. Why: the last close of an
-/// unlinked file frees its blocks (ext4 evicts the inode: a 1 GiB segment took 362 ms on this
-/// host's `discard` mount) and used to run on the shard, stalling every partition of it. On a
-/// thread apart from the worker, the window's jobs do not wait behind the freeing of a deleted
-/// topic's GBs. Kafka deletes segment files on a scheduler thread, after
-/// `file.delete.delay.ms`. Call it only for a file no longer linked: its data goes.
+/// Hands the descriptor of a segment file that was just unlinked to the shard's releaser, a
+/// thread of its own: it keeps the descriptor until every other holder (the segment and its
+/// mark, responses sending regions of it, queued file jobs) let theirs go, then truncates the
+/// file to nothing and closes it. Why: the last close of an unlinked file frees its blocks
+/// (ext4 evicts the inode: a 1 GiB segment took 362 ms on this host's `discard` mount) and used
+/// to run on the shard, stalling every partition of it. Apart from the file worker, the
+/// window's jobs do not wait behind the freeing of a deleted topic's GBs; and its channel
+/// never refuses a file, where a full job queue would have left the last close to the shard.
+/// Kafka deletes segment files on a scheduler thread, after `file.delete.delay.ms`. Call it
+/// only for a file no longer linked: its data goes.
 pub fn release_when_unused(fd: Arc<OwnedFd>) {
-    submit(FileJob::Release(fd));
+    RELEASER.with(|r| {
+        // No releaser (no thread could be started): the last holder closes it.
+        if let Some(releaser) = r.borrow_mut().get_or_insert_with(start_releaser) {
+            let _ = releaser.send(fd);
+        }
+    });
+}
+
+thread_local! {
+    /// This shard's releaser, started by the first deleted file; `None` inside: no thread
+    /// could be started.
+    static RELEASER: RefCell<Option<Option<mpsc::Sender<Arc<OwnedFd>>>>> =
+        const { RefCell::new(None) };
 }
 
 /// The releaser's deleted files: each one it holds the last reference of is truncated and
@@ -501,19 +508,10 @@ fn start_file_worker() -> Option<FileWorker> {
             // short sleep apart: a sleeping worker is not woken by the shard's sends, so the
             // shard pays no futex wake and no switch per job (one per append range at 1,000
             // partitions, one per region a catch-up read sends from below the window).
-            let mut releaser: Option<Option<mpsc::Sender<Arc<OwnedFd>>>> = None;
             let mut next = queue.recv().ok();
             while let Some(job) = next {
                 let drop_bytes = job.drop_bytes();
-                match job {
-                    FileJob::Release(fd) => {
-                        // No releaser (no thread could be started): the last holder closes it.
-                        if let Some(releaser) = releaser.get_or_insert_with(start_releaser) {
-                            let _ = releaser.send(fd);
-                        }
-                    }
-                    job => job.run(),
-                }
+                job.run();
                 queued.fetch_sub(drop_bytes, Ordering::Relaxed);
                 next = match queue.try_recv() {
                     Ok(job) => Some(job),
@@ -532,8 +530,7 @@ fn start_file_worker() -> Option<FileWorker> {
     })
 }
 
-/// Starts the file worker's releaser (named after the worker's shard); it ends when the
-/// worker's sender goes.
+/// Starts this shard's releaser (named after the shard); it ends when the shard's sender goes.
 fn start_releaser() -> Option<mpsc::Sender<Arc<OwnedFd>>> {
     let (files, deleted) = mpsc::channel::<Arc<OwnedFd>>();
     let name = std::thread::current().name().unwrap_or("shard").to_owned();
@@ -552,7 +549,7 @@ fn start_releaser() -> Option<mpsc::Sender<Arc<OwnedFd>>> {
     Some(files)
 }
 
-/// The releaser's wait for the next deleted file (`None`: the worker is gone). While it holds
+/// The releaser's wait for the next deleted file (`None`: the shard is gone). While it holds
 /// deleted files it wakes every `RELEASE_POLL` to release those no one else holds; else it
 /// blocks.
 fn wait_for_file(
@@ -1201,8 +1198,8 @@ mod tests {
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
-    /// A deleted file handed to the worker is freed and closed by its releaser only once the
-    /// releaser holds its last reference: a response still sending from it reads it whole.
+    /// A deleted file handed to the releaser is freed and closed there only once the releaser
+    /// holds its last reference: a response still sending from it reads it whole.
     #[test]
     fn a_released_file_is_freed_once_only_the_releaser_holds_it() {
         use std::io::Write;
@@ -1222,7 +1219,9 @@ mod tests {
         let in_flight = fd.clone();
         let released_before = released_files();
         release_when_unused(fd);
-        settle();
+        // The releaser looks when a file comes and every `RELEASE_POLL`: after two, it has
+        // looked and left the file.
+        std::thread::sleep(2 * RELEASE_POLL);
         assert_eq!(
             probe.metadata().unwrap().len(),
             bytes,

@@ -221,8 +221,8 @@ impl LogSegment {
         Ok(Some(mark))
     }
 
-    /// Once this segment's files are unlinked: its descriptor goes to the shard's file worker's
-    /// releaser, which frees the file's blocks and closes it when nothing else holds it
+    /// Once this segment's files are unlinked: its descriptor goes to the shard's releaser,
+    /// which frees the file's blocks and closes it when nothing else holds it
     /// ([`crate::page_cache::release_when_unused`]); the shard would otherwise free them in
     /// its last close. Call it only after the unlink succeeded.
     pub fn release_deleted(&self) {

@@ -469,8 +469,8 @@ impl Log {
             })
             .await
             .map_err(|e| LogError::io(&self.dir, e))?;
-        // Every file is unlinked: their blocks are freed by the file worker's releaser, not in the
-        // shard's last close of each.
+        // Every file is unlinked: their blocks are freed by the shard's releaser, not in its
+        // last close of each.
         for segment in self.state.borrow().segments.values() {
             segment.release_deleted();
         }
