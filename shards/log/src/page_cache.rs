@@ -441,16 +441,27 @@ fn release_unused(releasing: &mut Vec<Arc<OwnedFd>>) {
 
 /// Jobs queued for the file worker at most.
 const FILE_JOBS_MAX: usize = 1024;
-/// Bytes of page drops queued for the file worker at most: what the window let go of and the
-/// kernel has not yet dropped. 64 jobs left the shard running drops itself (and waiting in
-/// them) in bursts with 1,000 partitions.
+/// Bytes of page drops queued for the file worker past which appends wait
+/// ([`wait_for_file_worker`]): what the window let go of and the kernel has not yet dropped.
+/// 64 jobs left the shard running drops itself (and waiting in them) in bursts with 1,000
+/// partitions.
 const FILE_JOBS_DROP_BYTES_MAX: u64 = 256 << 20;
+/// Jobs queued past which appends wait, leaving room for the jobs of appends already past the
+/// gate.
+const FILE_JOBS_BACKLOG: u64 = (FILE_JOBS_MAX / 2) as u64;
+/// Bytes of page drops queued at most: past it (appends that passed the gate before the
+/// backlog formed) a drop runs on the shard.
+const FILE_JOBS_DROP_BYTES_HARD_MAX: u64 = 2 * FILE_JOBS_DROP_BYTES_MAX;
+/// How often an append waiting at the gate looks at the backlog again.
+const FILE_WORKER_GATE_POLL: std::time::Duration = std::time::Duration::from_millis(1);
 
 /// The sending end of a shard's file worker.
 struct FileWorker {
     jobs: SyncSender<FileJob>,
     /// Bytes of page drops queued: added here, taken off by the worker once dropped.
     queued_drop_bytes: Arc<AtomicU64>,
+    /// Jobs queued: added here, taken off by the worker once run.
+    queued_jobs: Arc<AtomicU64>,
 }
 
 thread_local! {
@@ -459,8 +470,8 @@ thread_local! {
     static FILE_WORKER: RefCell<Option<Option<FileWorker>>> = const { RefCell::new(None) };
 }
 
-/// Hands `job` to this thread's file worker; runs it here when the worker's queue is full
-/// (the shard then waits for the disk, as a writer does in the kernel's dirty throttling) or
+/// Hands `job` to this thread's file worker; runs it here only when the worker's queue is
+/// full past its hard bounds (appends wait at [`wait_for_file_worker`] well before that) or
 /// there is no worker.
 fn submit(job: FileJob) {
     let refused = FILE_WORKER.with(|w| {
@@ -470,18 +481,20 @@ fn submit(job: FileJob) {
         };
         let drop_bytes = job.drop_bytes();
         let queued = worker.queued_drop_bytes.load(Ordering::Relaxed);
-        if drop_bytes > 0 && queued + drop_bytes > FILE_JOBS_DROP_BYTES_MAX {
+        if drop_bytes > 0 && queued + drop_bytes > FILE_JOBS_DROP_BYTES_HARD_MAX {
             return Some(job);
         }
         worker
             .queued_drop_bytes
             .fetch_add(drop_bytes, Ordering::Relaxed);
+        worker.queued_jobs.fetch_add(1, Ordering::Relaxed);
         match worker.jobs.try_send(job) {
             Ok(()) => None,
             Err(TrySendError::Full(job) | TrySendError::Disconnected(job)) => {
                 worker
                     .queued_drop_bytes
                     .fetch_sub(drop_bytes, Ordering::Relaxed);
+                worker.queued_jobs.fetch_sub(1, Ordering::Relaxed);
                 Some(job)
             }
         }
@@ -497,7 +510,9 @@ fn submit(job: FileJob) {
 fn start_file_worker() -> Option<FileWorker> {
     let (jobs, queue) = mpsc::sync_channel::<FileJob>(FILE_JOBS_MAX);
     let queued_drop_bytes = Arc::new(AtomicU64::new(0));
+    let queued_jobs = Arc::new(AtomicU64::new(0));
     let queued = queued_drop_bytes.clone();
+    let jobs_left = queued_jobs.clone();
     let name = std::thread::current().name().unwrap_or("shard").to_owned();
     // Linux keeps 15 bytes of a thread's name: "shard-0-1" + "-files".
     let name = format!("{}-files", name.chars().take(9).collect::<String>());
@@ -513,6 +528,7 @@ fn start_file_worker() -> Option<FileWorker> {
                 let drop_bytes = job.drop_bytes();
                 job.run();
                 queued.fetch_sub(drop_bytes, Ordering::Relaxed);
+                jobs_left.fetch_sub(1, Ordering::Relaxed);
                 next = match queue.try_recv() {
                     Ok(job) => Some(job),
                     Err(mpsc::TryRecvError::Empty) => {
@@ -527,7 +543,105 @@ fn start_file_worker() -> Option<FileWorker> {
     Some(FileWorker {
         jobs,
         queued_drop_bytes,
+        queued_jobs,
     })
+}
+
+/// Whether this shard's file worker is behind: more than its backlog of jobs, or of page drops,
+/// queued (the disk is behind the appends).
+fn file_worker_backlogged() -> bool {
+    FILE_WORKER.with(|w| {
+        let w = w.borrow();
+        let Some(Some(worker)) = w.as_ref() else {
+            return false;
+        };
+        worker.queued_drop_bytes.load(Ordering::Relaxed) > FILE_JOBS_DROP_BYTES_MAX
+            || worker.queued_jobs.load(Ordering::Relaxed) > FILE_JOBS_BACKLOG
+    })
+}
+
+/// The gate appends pass in call order: tickets of the appends waiting, and those given up.
+struct Gate {
+    /// The next ticket to hand out.
+    next: u64,
+    /// The ticket whose turn it is; equal to `next` when no append waits.
+    serving: u64,
+    /// Tickets whose waits were dropped before their turn (their requests went).
+    abandoned: std::collections::BTreeSet<u64>,
+}
+
+impl Gate {
+    /// Passes the turn on, over abandoned tickets.
+    fn advance(&mut self) {
+        self.serving += 1;
+        while self.abandoned.remove(&self.serving) {
+            self.serving += 1;
+        }
+        assert!(self.serving <= self.next);
+    }
+}
+
+thread_local! {
+    static GATE: RefCell<Gate> = const {
+        RefCell::new(Gate { next: 0, serving: 0, abandoned: std::collections::BTreeSet::new() })
+    };
+}
+
+/// One append's place at the gate; a wait dropped before its turn gives the place up.
+struct Ticket {
+    number: u64,
+    passed: bool,
+}
+
+impl Drop for Ticket {
+    fn drop(&mut self) {
+        if self.passed {
+            return;
+        }
+        GATE.with(|g| {
+            let mut g = g.borrow_mut();
+            if g.serving == self.number {
+                g.advance();
+            } else {
+                g.abandoned.insert(self.number);
+            }
+        });
+    }
+}
+
+/// Waits, before an append is written, while this shard's file worker is behind (the disk
+/// is): appends wait their turn here, in call order, instead of the shard running the window's
+/// drops itself and waiting in them for the disk. The shard goes on serving fetches from the
+/// page cache meanwhile, so the consumers keep reading the window while the producers are
+/// slowed to what the disk takes (a writer in the kernel's dirty throttling, with Kafka's
+/// request threads, waits the same way while its network threads go on). Returns at once when
+/// the worker keeps up and no append waits.
+pub async fn wait_for_file_worker() {
+    let number = GATE.with(|g| {
+        let mut g = g.borrow_mut();
+        if g.serving == g.next && !file_worker_backlogged() {
+            return None;
+        }
+        g.next += 1;
+        Some(g.next - 1)
+    });
+    let Some(number) = number else {
+        return;
+    };
+    let mut ticket = Ticket {
+        number,
+        passed: false,
+    };
+    count(|s| s.gate_waits += 1);
+    loop {
+        let turn = GATE.with(|g| g.borrow().serving == number);
+        if turn && !file_worker_backlogged() {
+            break;
+        }
+        glommio::timer::sleep(FILE_WORKER_GATE_POLL).await;
+    }
+    ticket.passed = true;
+    GATE.with(|g| g.borrow_mut().advance());
 }
 
 /// Starts this shard's releaser (named after the shard); it ends when the shard's sender goes.
@@ -631,6 +745,8 @@ pub struct WindowStats {
     pub trim_calls: u64,
     /// Jobs run on the shard, not the file worker: its queue was full (or it had none).
     pub inline_jobs: u64,
+    /// Appends that waited at the gate for the file worker ([`wait_for_file_worker`]).
+    pub gate_waits: u64,
 }
 
 struct Window {
@@ -661,6 +777,7 @@ thread_local! {
                 preallocate_calls: 0,
                 trim_calls: 0,
                 inline_jobs: 0,
+                gate_waits: 0,
             },
         })
     };
@@ -869,6 +986,7 @@ mod tests {
     use std::io::Write;
     use std::os::fd::FromRawFd;
     use std::os::unix::fs::FileExt;
+    use std::time::Duration;
 
     /// A new segment file (read and write) in its own directory, its mark, this thread's window
     /// set to 16 MiB, and the 131,000 bytes the tests append. Under the build's target
@@ -1100,8 +1218,8 @@ mod tests {
         assert_eq!(window.held.front().map(|h| h.end), Some(2 * PAGE_BYTES));
     }
 
-    /// With the worker held, drops queue up to the queue's bytes bound; the ones past it run on
-    /// the shard (here, the test's thread) at once, and everything runs once it is released.
+    /// With the worker held, drops queue up to the queue's hard bytes bound (appends would
+    /// have waited at the gate long before); the ones past it run on the shard (here, the test's thread) at once, and everything runs once it is released.
     #[test]
     fn a_full_file_worker_queue_runs_jobs_on_the_shard() {
         let mark = FileMark::new(Arc::new(tempfile_fd()), 0);
@@ -1110,7 +1228,7 @@ mod tests {
         submit(FileJob::Hold(held));
         let before = stats().inline_jobs;
         let drop_bytes = 4 << 20;
-        let jobs = 2 * FILE_JOBS_DROP_BYTES_MAX / drop_bytes;
+        let jobs = 2 * FILE_JOBS_DROP_BYTES_HARD_MAX / drop_bytes;
         for i in 0..jobs {
             submit(FileJob::DropReadBack {
                 fd: mark.fd.clone(),
@@ -1119,16 +1237,94 @@ mod tests {
             });
         }
         let queued = queued_drop_bytes();
-        assert_eq!(queued, FILE_JOBS_DROP_BYTES_MAX, "queued up to the bound");
+        assert_eq!(
+            queued, FILE_JOBS_DROP_BYTES_HARD_MAX,
+            "queued up to the bound"
+        );
         assert_eq!(
             stats().inline_jobs - before,
-            jobs - FILE_JOBS_DROP_BYTES_MAX / drop_bytes,
+            jobs - FILE_JOBS_DROP_BYTES_HARD_MAX / drop_bytes,
             "the rest ran here"
         );
         drop(release);
         settle();
         let queued = queued_drop_bytes();
         assert_eq!(queued, 0, "all run once released");
+    }
+
+    /// While the worker is behind, appends wait at the gate, none passes, and they pass in
+    /// the order they came once it catches up; a wait given up before its turn (its request
+    /// gone) does not hold the ones after it.
+    #[test]
+    fn appends_wait_in_call_order_while_the_file_worker_is_behind() {
+        glommio::LocalExecutorBuilder::default()
+            .spawn(|| async {
+                let mark = FileMark::new(Arc::new(tempfile_fd()), 0);
+                settle(); // the worker is started
+                let before = stats().gate_waits;
+                wait_for_file_worker().await;
+                assert_eq!(stats().gate_waits, before, "a worker keeping up: no wait");
+                let (release, held) = mpsc::sync_channel(0);
+                submit(FileJob::Hold(held));
+                let drop_bytes = 4 << 20;
+                for i in 0..=FILE_JOBS_DROP_BYTES_MAX / drop_bytes {
+                    submit(FileJob::DropReadBack {
+                        fd: mark.fd.clone(),
+                        from: i * drop_bytes,
+                        to: (i + 1) * drop_bytes,
+                    });
+                }
+                assert!(file_worker_backlogged());
+                assert_eq!(
+                    stats().inline_jobs,
+                    0,
+                    "a backlog is no reason to run jobs here"
+                );
+                let passed = Rc::new(RefCell::new(Vec::new()));
+                let waiter = |id: u32| {
+                    let passed = passed.clone();
+                    glommio::spawn_local(async move {
+                        wait_for_file_worker().await;
+                        passed.borrow_mut().push(id);
+                    })
+                };
+                let first = waiter(1);
+                // The second gives up its place: a timeout drops its wait.
+                let given_up = glommio::spawn_local(async {
+                    futures_lite::future::or(
+                        async {
+                            wait_for_file_worker().await;
+                            true
+                        },
+                        async {
+                            glommio::timer::sleep(Duration::from_millis(5)).await;
+                            false
+                        },
+                    )
+                    .await
+                });
+                let third = waiter(3);
+                let fourth = waiter(4);
+                assert!(
+                    !given_up.await,
+                    "no append passes while the worker is behind"
+                );
+                glommio::timer::sleep(Duration::from_millis(20)).await;
+                assert!(passed.borrow().is_empty(), "none passed while held");
+                assert_eq!(stats().gate_waits - before, 4);
+                drop(release);
+                first.await;
+                third.await;
+                fourth.await;
+                assert_eq!(*passed.borrow(), vec![1, 3, 4], "in the order they came");
+                assert!(!file_worker_backlogged());
+                let waits = stats().gate_waits;
+                wait_for_file_worker().await;
+                assert_eq!(stats().gate_waits, waits, "the gate is open again");
+            })
+            .expect("executor")
+            .join()
+            .expect("test executor");
     }
 
     /// Bytes of page drops queued for this thread's file worker.

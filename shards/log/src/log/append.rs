@@ -286,6 +286,9 @@ impl Log {
                 (self.summarize(all)?, all.len())
             }
         };
+        // The disk behind: wait in call order (ARCHITECTURE.md, "Appends wait for the file
+        // worker").
+        crate::page_cache::wait_for_file_worker().await;
         // Reserving right after this (no await in between) keeps call order when no
         // truncation runs.
         self.wait_while_truncating().await;
