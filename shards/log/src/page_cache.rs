@@ -32,8 +32,10 @@
 //! shard spent 9 % of a 1,000-partition run in D state inside them (`wbt_wait` on the block
 //! layer's writeback throttle, `ext4_wait_block_bitmap` in block allocation), and they were
 //! 21.6 % of its CPU samples in a produce-only run (ARCHITECTURE.md, "The window's system calls
-//! on a file worker"). A job the queue refuses runs on the shard, so the page cache never gets
-//! more than the queue's 256 MiB of drops ahead of the window. The worker takes its jobs in
+//! on a file worker"). While the worker is behind (256 MiB of drops or 512 jobs queued: the
+//! disk is), appends wait for it in call order ([`wait_for_file_worker`]) and the shard goes on
+//! serving fetches; a job runs on the shard only past 512 MiB of drops or a full queue, so the
+//! page cache never gets more than that ahead of the window. The worker takes its jobs in
 //! batches ([`FILE_WORKER_BATCH_DELAY`]), so that a job does not cost the shard a wake and two
 //! context switches.
 //!
@@ -1219,7 +1221,8 @@ mod tests {
     }
 
     /// With the worker held, drops queue up to the queue's hard bytes bound (appends would
-    /// have waited at the gate long before); the ones past it run on the shard (here, the test's thread) at once, and everything runs once it is released.
+    /// have waited at the gate long before); the ones past it run on the shard (here, the
+    /// test's thread) at once, and everything runs once it is released.
     #[test]
     fn a_full_file_worker_queue_runs_jobs_on_the_shard() {
         let mark = FileMark::new(Arc::new(tempfile_fd()), 0);
