@@ -1,7 +1,8 @@
 # Sourced by the bench/ab scripts: one fresh Sluice broker per run, and the bench's load
 # generator client settings.
 #
-#   start_broker BINARY DIR PARTITIONS     starts BINARY on DIR/data with the bench's broker
+#   start_broker BINARY DIR PARTITIONS     once PORT is free (the last run's broker gone),
+#                                          starts BINARY on DIR/data with the bench's broker
 #                                          settings (PORT, default 19092; SHARDS, default 1
 #                                          as in bench/run;
 #                                          EXTRA="key = value" adds a TOML line), waits until it
@@ -15,6 +16,9 @@ COMMON="--batch-bytes 131072 --linger-ms 5 --max-in-flight 5 --max-request-bytes
 
 start_broker() {
   local bin=$1 dir=$2 partitions=$3
+  # The last run's broker may still hold the port while it exits (its releaser freeing a
+  # deleted topic's GBs): wait for it, at most 5 minutes.
+  for _ in $(seq 600); do ss -ltn | grep -q ":$PORT " || break; sleep 0.5; done
   rm -rf "$dir"; mkdir -p "$dir/data"
   cat > "$dir/sluice.toml" <<T
 listeners = "PLAINTEXT://127.0.0.1:$PORT"
