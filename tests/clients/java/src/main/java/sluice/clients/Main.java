@@ -42,6 +42,7 @@ import org.apache.kafka.clients.consumer.OffsetAndMetadata;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.ConsumerRecords;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.clients.consumer.OffsetOutOfRangeException;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.clients.producer.ProducerRecord;
@@ -874,7 +875,16 @@ public final class Main {
             long position = consumer.position(tp, Duration.ofSeconds(30));
             long deadline = System.currentTimeMillis() + 30000;
             while (System.currentTimeMillis() < deadline) {
-                ConsumerRecords<byte[], byte[]> records = consumer.poll(Duration.ofMillis(500));
+                ConsumerRecords<byte[], byte[]> records;
+                try {
+                    records = consumer.poll(Duration.ofMillis(500));
+                } catch (OffsetOutOfRangeException e) {
+                    // Retention moved the log start past the position between ListOffsets and the
+                    // fetch (Kafka answers the same way): the beginning is asked for again.
+                    consumer.seekToBeginning(Collections.singleton(tp));
+                    position = consumer.position(tp, Duration.ofSeconds(30));
+                    continue;
+                }
                 for (ConsumerRecord<byte[], byte[]> r : records.records(tp)) {
                     OUT.println("position=" + position + " first_offset=" + r.offset());
                     return 0;
