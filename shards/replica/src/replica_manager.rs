@@ -74,6 +74,22 @@ impl ReplicaManager {
         self.get(tp).ok_or(ReplicaError::UnknownTopicOrPartition)
     }
 
+    /// Runs `f` on the partition without taking a reference to it, or UNKNOWN_TOPIC_OR_PARTITION
+    /// when this shard does not host it: for the synchronous reads a fetch makes of each of its
+    /// partitions, which need not touch the partition's reference count. `f` must not open or
+    /// remove partitions (the map is borrowed while it runs).
+    pub fn with_hosted<R>(
+        &self,
+        tp: &TopicIdPartition,
+        f: impl FnOnce(&Partition) -> R,
+    ) -> Result<R, ReplicaError> {
+        let partitions = self.partitions.borrow();
+        let partition = partitions
+            .get(tp)
+            .ok_or(ReplicaError::UnknownTopicOrPartition)?;
+        Ok(f(partition))
+    }
+
     /// Every hosted partition.
     pub fn partitions(&self) -> Vec<Rc<Partition>> {
         self.partitions.borrow().values().cloned().collect()

@@ -118,11 +118,11 @@ fn read_now(
     if request.replica.is_some() || !request.read_replica_candidates.is_empty() {
         return None;
     }
-    let partition = match ctx.replicas.hosted(&request.tp) {
-        Ok(partition) => partition,
-        Err(error) => return Some(Err(error)),
-    };
-    partition.read_records_now(&consumer_read(request))
+    ctx.replicas
+        .with_hosted(&request.tp, |partition| {
+            partition.read_records_now(&consumer_read(request))
+        })
+        .unwrap_or_else(|error| Some(Err(error)))
 }
 
 fn consumer_read(request: &FetchPartitionRequest) -> ConsumerRead {
