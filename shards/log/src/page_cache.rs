@@ -589,17 +589,14 @@ thread_local! {
     };
 }
 
-/// One append's place at the gate; a wait dropped before its turn gives the place up.
+/// One append's place at the gate. Dropped on its turn (the append passes) it passes the turn
+/// on; dropped before (the wait given up, its request gone) it gives the place up.
 struct Ticket {
     number: u64,
-    passed: bool,
 }
 
 impl Drop for Ticket {
     fn drop(&mut self) {
-        if self.passed {
-            return;
-        }
         GATE.with(|g| {
             let mut g = g.borrow_mut();
             if g.serving == self.number {
@@ -630,10 +627,7 @@ pub async fn wait_for_file_worker() {
     let Some(number) = number else {
         return;
     };
-    let mut ticket = Ticket {
-        number,
-        passed: false,
-    };
+    let ticket = Ticket { number };
     count(|s| s.gate_waits += 1);
     loop {
         let turn = GATE.with(|g| g.borrow().serving == number);
@@ -642,8 +636,7 @@ pub async fn wait_for_file_worker() {
         }
         glommio::timer::sleep(FILE_WORKER_GATE_POLL).await;
     }
-    ticket.passed = true;
-    GATE.with(|g| g.borrow_mut().advance());
+    drop(ticket);
 }
 
 /// Starts this shard's releaser (named after the shard); it ends when the shard's sender goes.
