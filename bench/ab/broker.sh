@@ -36,3 +36,9 @@ T
   trap "kill $PID 2>/dev/null || true" EXIT
   for _ in $(seq 100); do grep -qi ready "$dir/log" && break; sleep 0.1; done
 }
+
+# TCP segments this host has sent so far (/proc/net/snmp's OutSegs): on loopback every segment
+# is a pass through the send and receive paths, so segments per MiB show how an answer left.
+tcp_out_segs() {
+  awk '/^Tcp:/ { if (!c) { for (i = 1; i <= NF; i++) if ($i == "OutSegs") c = i } else print $c }' /proc/net/snmp
+}

@@ -137,7 +137,7 @@ pub async fn list_all(ctx: &ShardContext) -> Result<Vec<GroupListing>, GroupErro
     let shards =
         (0..ctx.mesh.shard_count()).map(|i| on_shard(ctx, ShardId(i as u16), ListGroupsArgs));
     let mut all = Vec::new();
-    for answer in join_all(shards.collect()).await {
+    for answer in join_all(shards).await {
         all.extend(answer?);
     }
     all.sort_by(|a, b| a.group_id.cmp(&b.group_id));

@@ -73,7 +73,7 @@ pub async fn produce(
         }
         Ok(info)
     });
-    join_all(appends.collect()).await
+    join_all(appends).await
 }
 
 /// Reads from each partition: a consumer up to the high watermark, a follower up to the log
@@ -99,7 +99,7 @@ pub async fn fetch(
         let reads = waiting
             .into_iter()
             .map(|(slot, request)| async move { (slot, fetch_one(ctx, request).await) });
-        for (slot, result) in join_all(reads.collect()).await {
+        for (slot, result) in join_all(reads).await {
             results[slot] = Some(result);
         }
     }
@@ -280,7 +280,7 @@ pub async fn list_offsets(
             t => partition.fetch_offset_for_timestamp(t).await,
         }
     });
-    join_all(lookups.collect()).await
+    join_all(lookups).await
 }
 
 /// Moves log start offsets up (DeleteRecords); each result is the new log start offset.
@@ -292,7 +292,7 @@ pub async fn delete_records(
         let partition = ctx.replicas.hosted(&tp)?;
         partition.delete_records_before(offset).await
     });
-    join_all(deletions.collect()).await
+    join_all(deletions).await
 }
 
 /// Reports each partition's log size and offset lag (DescribeLogDirs).

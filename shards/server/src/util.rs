@@ -4,8 +4,11 @@ use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
-/// Polls every future together and returns their outputs in order.
-pub async fn join_all<F: Future>(futures: Vec<F>) -> Vec<F::Output> {
+/// Polls every future together and returns their outputs in order. Each future is boxed as
+/// the iterator makes it: a caller passing an iterator (not a collected `Vec`) allocates no
+/// array of the futures themselves, which for a produce request's appends (2 KiB each) was a
+/// 32 KiB allocation and copy per request of 16 partitions.
+pub async fn join_all<F: Future>(futures: impl IntoIterator<Item = F>) -> Vec<F::Output> {
     JoinAll {
         slots: futures
             .into_iter()

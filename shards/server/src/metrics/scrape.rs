@@ -29,22 +29,20 @@ const SHARD_STATS_TIMEOUT: Duration = Duration::from_secs(2);
 /// Asks every data shard for its figures, concurrently; `None` for a shard that did not
 /// answer in time (or is gone).
 pub async fn gather(mesh: &ShardSenders) -> Vec<Option<ShardStats>> {
-    let asks = (0..mesh.shard_count())
-        .map(|i| async move {
-            let ask = async {
-                let (reply, answer) = oneshot::channel();
-                mesh.send(ShardId(i as u16), ShardMessage::Stats { reply })
-                    .await
-                    .ok()?;
-                answer.await.ok()
-            };
-            futures_lite::future::or(ask, async {
-                glommio::timer::sleep(SHARD_STATS_TIMEOUT).await;
-                None
-            })
-            .await
+    let asks = (0..mesh.shard_count()).map(|i| async move {
+        let ask = async {
+            let (reply, answer) = oneshot::channel();
+            mesh.send(ShardId(i as u16), ShardMessage::Stats { reply })
+                .await
+                .ok()?;
+            answer.await.ok()
+        };
+        futures_lite::future::or(ask, async {
+            glommio::timer::sleep(SHARD_STATS_TIMEOUT).await;
+            None
         })
-        .collect();
+        .await
+    });
     join_all(asks).await
 }
 
