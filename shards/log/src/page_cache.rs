@@ -1434,6 +1434,85 @@ mod tests {
         assert!(released_files() > released_before);
     }
 
+    /// The releaser polls only while it holds a deleted file: once it released the last one it
+    /// blocks until the next comes, so a broker that deleted a segment once does not wake a
+    /// thread every `RELEASE_POLL` for the rest of its life. Watched from outside, through the
+    /// kernel's count of the thread's voluntary context switches (each wake from a wait is one).
+    #[test]
+    fn the_releaser_stops_waking_once_it_holds_nothing() {
+        // A "shard" thread of a name of its own, so its releaser is found by name; it lives
+        // (and with it the releaser's channel) until the test drops `hand`.
+        let (hand, files) = mpsc::channel::<Arc<OwnedFd>>();
+        let shard = std::thread::Builder::new()
+            .name("relwake".into())
+            .spawn(move || {
+                for fd in files {
+                    release_when_unused(fd);
+                }
+            })
+            .unwrap();
+        let mut file = std::fs::File::from(tempfile_fd());
+        file.write_all(&[1u8; 1 << 16]).unwrap();
+        // A descriptor of its own (not a holder of the shared one) to watch the size through.
+        let probe = file.try_clone().unwrap();
+        let fd = Arc::new(OwnedFd::from(file));
+        let held = fd.clone();
+        hand.send(fd).unwrap();
+        let releaser = wait_for_thread("relwake-free");
+        let polls = 4 * RELEASE_POLL;
+
+        let before = voluntary_switches(releaser);
+        std::thread::sleep(polls);
+        let woken = voluntary_switches(releaser) - before;
+        assert!(
+            woken >= 2,
+            "holding a file, it polls: {woken} wakes in {polls:?}"
+        );
+
+        drop(held);
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while probe.metadata().unwrap().len() != 0 && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        assert_eq!(probe.metadata().unwrap().len(), 0, "released");
+        // The release ran in a poll's wake; the next wait is the blocking one.
+        std::thread::sleep(RELEASE_POLL);
+        let before = voluntary_switches(releaser);
+        std::thread::sleep(polls);
+        let woken = voluntary_switches(releaser) - before;
+        assert_eq!(woken, 0, "holding nothing, it waits without waking");
+
+        drop(hand);
+        shard.join().unwrap();
+    }
+
+    /// The id of this process's thread named `name`, waited for up to 10 s.
+    fn wait_for_thread(name: &str) -> u32 {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        loop {
+            for task in std::fs::read_dir("/proc/self/task").unwrap() {
+                let task = task.unwrap().path();
+                if std::fs::read_to_string(task.join("comm")).is_ok_and(|c| c.trim() == name) {
+                    return task.file_name().unwrap().to_str().unwrap().parse().unwrap();
+                }
+            }
+            assert!(std::time::Instant::now() < deadline, "no thread {name}");
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+    }
+
+    /// The kernel's count of the times thread `tid` of this process waited voluntarily.
+    fn voluntary_switches(tid: u32) -> u64 {
+        let status = std::fs::read_to_string(format!("/proc/self/task/{tid}/status")).unwrap();
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix("voluntary_ctxt_switches:"))
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap()
+    }
+
     fn tempfile_fd() -> OwnedFd {
         let path = std::env::temp_dir().join(format!(
             "sluice-pcw-fd-{}-{}",

@@ -1073,21 +1073,20 @@ async fn run_fetcher<L: FollowerLogs>(
         if actions.is_empty() {
             continue;
         }
-        let mut out_of_range = Vec::new();
-        let mut local = Vec::with_capacity(actions.len());
         let now = Instant::now();
-        for action in actions {
-            if let PartitionAction::Append { tp, records, .. } = &action {
+        for action in &actions {
+            if let PartitionAction::Append { tp, records, .. } = action {
                 if !records.is_empty() && logs.follower_throttled(tp) {
                     logs.record_follower_throttled(records.len(), now);
                 }
             }
-            match action {
-                PartitionAction::OutOfRange { .. } => out_of_range.push(action),
-                other => local.push(apply_local(&*logs, other)),
-            }
         }
-        for (tp, result) in join_all(local).await {
+        let (out_of_range, local): (Vec<_>, Vec<_>) = actions
+            .into_iter()
+            .partition(|a| matches!(a, PartitionAction::OutOfRange { .. }));
+        // Each append's future is made (and boxed) by `join_all` as it goes, not gathered first.
+        let applies = local.into_iter().map(|action| apply_local(&*logs, action));
+        for (tp, result) in join_all(applies).await {
             settle(&fetcher, &*logs, tp, result);
         }
         let mut connection_broken = false;

@@ -24,10 +24,6 @@ use crate::util::{join_all, race_any};
 
 type Results<O> = Vec<Result<O, ReplicaError>>;
 
-/// One shard's share of a fan-out: the input slots it covers and its results.
-type GroupRun<'c, O> =
-    std::pin::Pin<Box<dyn Future<Output = (Vec<usize>, Result<Results<O>, PartitionError>)> + 'c>>;
-
 /// Appends batches, each to its owner shard. Results come back in input order.
 pub async fn produce(
     ctx: &ShardContext,
@@ -169,6 +165,9 @@ where
     O: 'c,
     R: Fn(Vec<I>, Reply<Results<O>>) -> ShardMessage,
 {
+    if !items.is_empty() && items.iter().all(|(shard, _)| *shard == ctx.shard_id) {
+        return run_in_place(ctx, items, local).await;
+    }
     let count = items.len();
     let mut groups: BTreeMap<ShardId, (Vec<usize>, Vec<I>)> = BTreeMap::new();
     for (slot, (shard, item)) in items.into_iter().enumerate() {
@@ -176,19 +175,17 @@ where
         group.0.push(slot);
         group.1.push(item);
     }
-    let mut runs: Vec<GroupRun<'c, O>> = Vec::with_capacity(groups.len());
-    for (shard, (slots, work)) in groups {
+    let (local, remote) = (&local, &remote);
+    // One future a group, made and boxed by `join_all` as it goes.
+    let runs = groups.into_iter().map(|(shard, (slots, work))| async move {
         if shard == ctx.shard_id {
-            let run = local(ctx, work);
-            runs.push(Box::pin(async move { (slots, Ok(run.await)) }));
+            (slots, Ok(local(ctx, work).await))
         } else {
             let (reply, done) = oneshot::channel();
             let message = remote(work, reply);
-            runs.push(Box::pin(async move {
-                (slots, send_and_wait(ctx, shard, message, done).await)
-            }));
+            (slots, send_and_wait(ctx, shard, message, done).await)
         }
-    }
+    });
     let mut out: Vec<Option<Result<O, PartitionError>>> = (0..count).map(|_| None).collect();
     for (slots, results) in join_all(runs).await {
         match results {
@@ -211,6 +208,30 @@ where
     }
     out.into_iter()
         .map(|r| r.expect("every slot belongs to exactly one group"))
+        .collect()
+}
+
+/// [`fan_out`]'s path when this shard owns every item (always with one shard a host): the
+/// work runs in place in input order, with no grouping, slot bookkeeping or boxed future.
+async fn run_in_place<'c, I, O, L, LF>(
+    ctx: &'c ShardContext,
+    items: Vec<(ShardId, I)>,
+    local: L,
+) -> Vec<Result<O, PartitionError>>
+where
+    L: Fn(&'c ShardContext, Vec<I>) -> LF,
+    LF: Future<Output = Results<O>> + 'c,
+{
+    let count = items.len();
+    let results = local(ctx, items.into_iter().map(|(_, item)| item).collect()).await;
+    assert_eq!(
+        results.len(),
+        count,
+        "a shard answers every partition it was sent"
+    );
+    results
+        .into_iter()
+        .map(|r| r.map_err(PartitionError::from))
         .collect()
 }
 
