@@ -41,6 +41,9 @@ pub mod copies {
         /// Copied in user space by a tail-cache read spanning appends whose pieces were too
         /// small to send as they are (joined into one buffer).
         pub tail_join_copy_bytes: u64,
+        /// Brought into the page cache by `read_in` without being copied (a region's pages
+        /// past the page-cache window).
+        pub paged_in_bytes: u64,
     }
 
     impl Copies {
@@ -55,6 +58,7 @@ pub mod copies {
                 write_bytes: self.write_bytes - earlier.write_bytes,
                 region_bytes: self.region_bytes - earlier.region_bytes,
                 tail_join_copy_bytes: self.tail_join_copy_bytes - earlier.tail_join_copy_bytes,
+                paged_in_bytes: self.paged_in_bytes - earlier.paged_in_bytes,
             }
         }
     }
@@ -90,6 +94,11 @@ pub mod copies {
     /// A read through io_uring whose bytes are discarded (the pages are sent as a region).
     pub(crate) fn add_read_in(n: usize) {
         add(|c| c.read_uring_bytes += n as u64);
+    }
+
+    /// Bytes brought into the page cache without a copy (the pages are sent as a region).
+    pub(crate) fn add_paged_in(n: usize) {
+        add(|c| c.paged_in_bytes += n as u64);
     }
 
     pub(crate) fn add_write(n: usize) {
@@ -129,11 +138,72 @@ pub(crate) async fn read_exact(
     Ok(out.freeze())
 }
 
-/// Brings `[pos, pos + len)` of `file` into the page cache through io_uring, so that the shard's
-/// thread never waits for the disk, and discards the bytes: a region of pages read in this way
-/// is sent with `sendfile`, one copy (into glommio's buffer) where [`read_exact`] and a send
-/// from memory make three. A short read is an unexpected EOF, as in [`read_exact`].
+/// Brings `[pos, pos + len)` of `file` into the page cache without copying it anywhere, so
+/// that the region can be sent with `sendfile` from the shard's thread, which never waits for
+/// the disk. On a thread of the shard's blocking pool: `posix_fadvise(WILLNEED)` submits the
+/// whole range's reads at once, then `sendfile` to `/dev/null` waits for them (its pipe takes
+/// references to the pages, `/dev/null` drops them). Read through io_uring instead, every byte
+/// was copied into glommio's buffer and thrown away. A short read is an unexpected EOF, as in
+/// [`read_exact`]. Out of descriptors, or without `/dev/null`, it falls back to io_uring.
 pub(crate) async fn read_in(
+    file: &BufferedFile,
+    path: &Path,
+    pos: u64,
+    len: usize,
+) -> Result<(), LogError> {
+    let (Some(null), Some(fd)) = (dev_null(), dup_fd(file, path)?) else {
+        return read_in_uring(file, path, pos, len).await;
+    };
+    // The job owns its descriptor: a fetch dropped while it waits leaves nothing dangling.
+    glommio::executor()
+        .spawn_blocking(move || page_in(null, &fd, pos, len))
+        .await
+        .map_err(|e| LogError::io(path, e))?;
+    copies::add_paged_in(len);
+    Ok(())
+}
+
+/// `/dev/null` opened for writing once per process; `None` where it cannot be.
+fn dev_null() -> Option<&'static std::fs::File> {
+    static DEV_NULL: std::sync::OnceLock<Option<std::fs::File>> = std::sync::OnceLock::new();
+    DEV_NULL
+        .get_or_init(|| {
+            std::fs::OpenOptions::new()
+                .write(true)
+                .open("/dev/null")
+                .ok()
+        })
+        .as_ref()
+}
+
+/// Reads `[pos, pos + len)` of `fd` into the page cache and waits until it is there (see
+/// [`read_in`]); blocks, so it runs off the shard's thread.
+fn page_in(null: &std::fs::File, fd: &OwnedFd, pos: u64, len: usize) -> std::io::Result<()> {
+    let end = pos + len as u64;
+    let mut at = libc::off_t::try_from(pos).map_err(|_| std::io::ErrorKind::InvalidInput)?;
+    while (at as u64) < end {
+        let count = (end - at as u64) as usize;
+        // SAFETY: both descriptors are live; `at` is a local the kernel advances.
+        let n = unsafe { libc::sendfile(null.as_raw_fd(), fd.as_raw_fd(), &mut at, count) };
+        if n < 0 {
+            let e = std::io::Error::last_os_error();
+            if e.kind() == std::io::ErrorKind::Interrupted {
+                continue;
+            }
+            return Err(e);
+        }
+        if n == 0 {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::UnexpectedEof,
+                format!("at byte {at}"),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// [`read_in`] through io_uring: every byte copied into glommio's buffer and discarded.
+async fn read_in_uring(
     file: &BufferedFile,
     path: &Path,
     pos: u64,
@@ -430,6 +500,42 @@ mod tests {
                 );
                 let short = read_exact(&file, &path, (3 << 20) - 10, 20).await;
                 assert!(short.is_err(), "a read past the end is an error");
+                file.close().await.expect("close");
+                std::fs::remove_dir_all(&dir).expect("cleanup");
+            })
+            .expect("executor")
+            .join()
+            .expect("join");
+    }
+
+    /// `read_in` brings an evicted range into the page cache on the blocking pool without a
+    /// copy (nothing counted as read through io_uring), and a range past the end is an error.
+    #[test]
+    fn read_in_pages_a_range_in_without_copying_it() {
+        LocalExecutorBuilder::default()
+            .spawn(|| async {
+                let dir =
+                    std::env::temp_dir().join(format!("sluice-read-in-{}", std::process::id()));
+                std::fs::create_dir_all(&dir).expect("dir");
+                let path = dir.join("data");
+                let file = crate::segment::open_rw(&path, true).await.expect("create");
+                let data = vec![7u8; 3 << 20];
+                write_all(&file, &path, &data, 0).await.expect("write");
+                file.fdatasync().await.expect("fdatasync");
+                advise_whole_file(file.as_raw_fd(), libc::POSIX_FADV_DONTNEED).expect("advise");
+                if !on_tmpfs(&dir) {
+                    assert!(!is_cached(&file, 1 << 20, 1 << 20), "evicted");
+                }
+                let before = copies::snapshot();
+                read_in(&file, &path, 1 << 20, 1 << 20)
+                    .await
+                    .expect("read in");
+                let counted = copies::snapshot().since(&before);
+                assert!(is_cached(&file, 1 << 20, 1 << 20), "paged in");
+                assert_eq!(counted.paged_in_bytes, 1 << 20);
+                assert_eq!(counted.read_uring_bytes, 0, "no copy into a buffer");
+                let past_end = read_in(&file, &path, (3 << 20) - 10, 20).await;
+                assert!(past_end.is_err(), "a range past the end is an error");
                 file.close().await.expect("close");
                 std::fs::remove_dir_all(&dir).expect("cleanup");
             })

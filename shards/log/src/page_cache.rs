@@ -14,7 +14,7 @@
 //! appends reuse (`/tmp`-style sequential 128 KiB `pwrite`s of 3 GiB, process CPU, writeback
 //! submission included). On a host whose page cache is full, the window saves the reclaim the
 //! kernel would otherwise do for every new page. The price: reads of data older than the
-//! window come from the disk (through io_uring, never blocking the shard), as they would once
+//! window come from the disk (paged in off the shard's thread, never blocking it), as they would once
 //! Kafka's page cache has evicted it. `sluice.shard.page.cache.window.bytes = 0` turns the
 //! window off (Kafka's behaviour: the kernel alone decides).
 //!

@@ -290,8 +290,8 @@ impl Log {
                 return Ok(Some(Records::File(region)));
             }
             // Past the page-cache window, or pages still being read ahead (the kernel counts
-            // them as cached, but `RWF_NOWAIT` refuses them): bring the pages in through
-            // io_uring (the shard never waits for the disk) and send them as a region. Read
+            // them as cached, but `RWF_NOWAIT` refuses them): bring the pages in off the
+            // shard's thread (it never waits for the disk) and send them as a region. Read
             // into memory, the bytes were copied three times (into glommio's buffer, into the
             // answer, into the socket).
             if walk_start(&plan.segment, &found, len, limit).is_some() {
