@@ -5,7 +5,8 @@
 #                                          starts BINARY on DIR/data with the bench's broker
 #                                          settings (PORT, default 19092; SHARDS, default 1
 #                                          as in bench/run;
-#                                          EXTRA="key = value" adds a TOML line), waits until it
+#                                          EXTRA="key = value" adds a TOML line; SEGMENT_BYTES
+#                                          sets log.segment.bytes, default 1 GiB), waits until it
 #                                          is ready and sets PID; it is killed when the script
 #                                          exits.
 # shellcheck shell=bash
@@ -24,7 +25,7 @@ start_broker() {
 listeners = "PLAINTEXT://127.0.0.1:$PORT"
 log.dirs = "$dir/data"
 num.partitions = $partitions
-log.segment.bytes = 1073741824
+log.segment.bytes = ${SEGMENT_BYTES:-1073741824}
 log.flush.interval.messages = 9223372036854775807
 group.initial.rebalance.delay.ms = 0
 sluice.shards = ${SHARDS:-1}

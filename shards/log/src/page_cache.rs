@@ -26,8 +26,9 @@
 //! such page (its copy out of the socket, on loopback) cost it 1.8 CPU s per GiB against 0.25
 //! (ARCHITECTURE.md, the page-cache window's rows).
 //!
-//! The system calls all this takes (`sync_file_range`, `posix_fadvise`, and `fallocate` for
-//! [`FileMark::preallocate`]) run on the shard's file worker, a thread of its own fed by a
+//! The system calls all this takes (`sync_file_range`, `posix_fadvise`, `fallocate` for
+//! [`FileMark::preallocate`] and the `ftruncate` of [`FileMark::trim`]) run on the shard's file
+//! worker, a thread of its own fed by a
 //! bounded queue ([`FileJob`]), not on the shard: they block. Traced on the bench host, the
 //! shard spent 9 % of a 1,000-partition run in D state inside them (`wbt_wait` on the block
 //! layer's writeback throttle, `ext4_wait_block_bitmap` in block allocation), and they were
@@ -53,6 +54,8 @@ use std::rc::{Rc, Weak};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{self, SyncSender, TrySendError};
 use std::sync::Arc;
+
+use futures_channel::oneshot;
 
 const PAGE_BYTES: u64 = 4096;
 /// The largest page-cache folio (a PMD on x86-64): folios are aligned to their size, so a
@@ -96,6 +99,8 @@ pub struct FileMark {
     preallocated_to: Cell<u64>,
     /// Counted in this shard's files taking part in preallocation.
     preallocating: Cell<bool>,
+    /// Answers once the file worker has run this file's trim ([`FileMark::trim`]).
+    trimmed: RefCell<Option<oneshot::Receiver<()>>>,
 }
 
 impl Drop for FileMark {
@@ -118,6 +123,7 @@ impl FileMark {
             read_back_dropped_to: Cell::new(0),
             preallocated_to: Cell::new(0),
             preallocating: Cell::new(false),
+            trimmed: RefCell::new(None),
         })
     }
 
@@ -247,20 +253,37 @@ impl FileMark {
     }
 
     /// Frees the blocks preallocated past `size`: a rolled segment's final size, all of it
-    /// reserved by appends (nothing is appended to it again). `ftruncate` to the size it has:
-    /// ext4 frees the blocks past the end then (a hole punched there is ignored). On the
-    /// shard, once a segment: a job on the worker could run after a truncation cut the file
-    /// shorter, and would lengthen it again.
+    /// reserved by appends (nothing is appended to it again). `ftruncate` to the size it has
+    /// (ext4 frees the blocks past the end then; a hole punched there is ignored), on the file
+    /// worker: on the shard's thread it is a synchronous discard on a `discard` mount, which
+    /// waits behind whatever the device has queued (1.2 s once, behind a deleted topic's
+    /// discards, every partition of the shard stalled with it). A truncation of the file
+    /// waits for it first ([`Self::trimmed`]), or the job would lengthen the file again after
+    /// the cut. With the worker's queue full the trim is skipped: the blocks stay allocated
+    /// (a step, at most 4 MiB) until the segment is deleted.
     pub fn trim(&self, size: u64) {
         self.leave_preallocation();
         if self.preallocated_to.replace(0) <= size {
             return;
         }
-        count(|s| s.trim_calls += 1);
-        // SAFETY: ftruncate reads the descriptor and the number only; the mark owns the
-        // descriptor.
-        unsafe {
-            libc::ftruncate(self.fd.as_raw_fd(), size as libc::off_t);
+        let (done, trimmed) = oneshot::channel();
+        let job = FileJob::Trim {
+            fd: self.fd.clone(),
+            size,
+            done,
+        };
+        if try_submit(job).is_none() {
+            count(|s| s.trim_calls += 1);
+            *self.trimmed.borrow_mut() = Some(trimmed);
+        }
+    }
+
+    /// Waits until a trim queued for this file has run; at once if none is queued.
+    pub async fn trimmed(&self) {
+        let queued = self.trimmed.borrow_mut().take();
+        if let Some(trimmed) = queued {
+            // A worker gone with its thread ran nothing more: the cut can go ahead as well.
+            let _ = trimmed.await;
         }
     }
 }
@@ -294,6 +317,13 @@ enum FileJob {
         from: u64,
         to: u64,
     },
+    /// `ftruncate` to the file's size, freeing the blocks preallocated past it
+    /// ([`FileMark::trim`]); answers on `done`.
+    Trim {
+        fd: Arc<OwnedFd>,
+        size: u64,
+        done: oneshot::Sender<()>,
+    },
     /// Answers once every job queued before it has run ([`settle`]).
     Settle(SyncSender<()>),
     /// Holds the worker until the sender goes: tests fill its queue behind it.
@@ -324,6 +354,12 @@ impl FileJob {
             }
             FileJob::DropReadBack { fd, from, to } => fadvise_dontneed(&fd, from, to),
             FileJob::Preallocate { fd, from, to } => fallocate(&fd, from, to),
+            FileJob::Trim { fd, size, done } => {
+                // SAFETY: ftruncate reads the descriptor and the number only; the job owns
+                // the descriptor.
+                unsafe { libc::ftruncate(fd.as_raw_fd(), size as libc::off_t) };
+                let _ = done.send(());
+            }
             FileJob::Settle(done) => {
                 let _ = done.send(());
             }
@@ -476,7 +512,16 @@ thread_local! {
 /// full past its hard bounds (appends wait at [`wait_for_file_worker`] well before that) or
 /// there is no worker.
 fn submit(job: FileJob) {
-    let refused = FILE_WORKER.with(|w| {
+    if let Some(job) = try_submit(job) {
+        count(|s| s.inline_jobs += 1);
+        job.run();
+    }
+}
+
+/// Queues `job` for this shard's file worker; gives it back when the queue refuses it (full,
+/// past its bytes to drop, or no worker).
+fn try_submit(job: FileJob) -> Option<FileJob> {
+    FILE_WORKER.with(|w| {
         let mut w = w.borrow_mut();
         let Some(worker) = w.get_or_insert_with(start_file_worker) else {
             return Some(job);
@@ -500,11 +545,7 @@ fn submit(job: FileJob) {
                 Some(job)
             }
         }
-    });
-    if let Some(job) = refused {
-        count(|s| s.inline_jobs += 1);
-        job.run();
-    }
+    })
 }
 
 /// Starts the file worker of this thread (named after it); it ends when the thread's sender
@@ -736,7 +777,7 @@ pub struct WindowStats {
     pub read_back_dropped_bytes: u64,
     /// `fallocate` calls preallocating blocks ahead of appends.
     pub preallocate_calls: u64,
-    /// `fallocate` calls freeing a rolled segment's unused preallocated blocks.
+    /// Trims queued: `ftruncate`s freeing a rolled segment's unused preallocated blocks.
     pub trim_calls: u64,
     /// Jobs run on the shard, not the file worker: its queue was full (or it had none).
     pub inline_jobs: u64,
@@ -1366,6 +1407,7 @@ mod tests {
             "size unchanged"
         );
         mark.trim(end);
+        settle();
         assert!(allocated_bytes(&file) < end + PAGE_BYTES * 16);
         assert_eq!(
             PREALLOCATING_FILES.with(Cell::get),
@@ -1386,6 +1428,42 @@ mod tests {
         assert!(ahead_bytes <= budget_bytes + joined * PREALLOCATE_STEP_MAX_BYTES);
         drop(marks);
         assert_eq!(PREALLOCATING_FILES.with(Cell::get), 0, "dropped files left");
+        set_preallocate_bytes(0);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A rolled segment's trim runs on the file worker, never on the shard's thread (there a
+    /// synchronous discard stalled every partition), and `trimmed` waits until it has run, as
+    /// a truncation of the file must.
+    #[test]
+    fn a_trim_runs_on_the_file_worker_and_trimmed_waits_for_it() {
+        use futures_lite::future::{block_on, poll_once};
+        let (dir, path, mut file, mark, chunk) = file_with_16_mib_window("trim");
+        set_window_bytes(0);
+        set_preallocate_bytes(64 << 20);
+        let end = chunk.len() as u64;
+        mark.preallocate(end, 1 << 30);
+        file.write_all(&chunk).unwrap();
+        settle();
+        let preallocated = end + PREALLOCATE_STEP_MAX_BYTES / 2;
+        assert!(allocated_bytes(&file) >= preallocated, "preallocated ahead");
+        let (release, held) = mpsc::sync_channel(0);
+        submit(FileJob::Hold(held));
+        mark.trim(end);
+        assert!(
+            allocated_bytes(&file) >= preallocated,
+            "not trimmed on this thread"
+        );
+        let mut trimmed = Box::pin(mark.trimmed());
+        assert!(
+            block_on(poll_once(&mut trimmed)).is_none(),
+            "waits for the worker"
+        );
+        drop(release);
+        block_on(trimmed);
+        assert!(allocated_bytes(&file) < end + PAGE_BYTES * 16, "trimmed");
+        assert_eq!(std::fs::metadata(&path).unwrap().len(), end, "size kept");
+        block_on(mark.trimmed()); // nothing queued: at once
         set_preallocate_bytes(0);
         std::fs::remove_dir_all(&dir).unwrap();
     }

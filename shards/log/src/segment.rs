@@ -357,6 +357,10 @@ impl LogSegment {
     /// fdatasyncs all three: a truncation must be durable before appends reuse its offsets,
     /// or a crash could bring back old batches behind new ones.
     pub async fn truncate_files(&self, log_bytes: u64) -> Result<(), LogError> {
+        // A trim of the rolled file still queued would lengthen it again after the cut.
+        if let Some(mark) = self.existing_page_cache_mark() {
+            mark.trimmed().await;
+        }
         let file = self.file().await?;
         file.truncate(log_bytes)
             .await
