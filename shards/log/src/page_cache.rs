@@ -14,9 +14,9 @@
 //! appends reuse (`/tmp`-style sequential 128 KiB `pwrite`s of 3 GiB, process CPU, writeback
 //! submission included). On a host whose page cache is full, the window saves the reclaim the
 //! kernel would otherwise do for every new page. The price: reads of data older than the
-//! window come from the disk (paged in off the shard's thread, never blocking it), as they would once
-//! Kafka's page cache has evicted it. `sluice.shard.page.cache.window.bytes = 0` turns the
-//! window off (Kafka's behaviour: the kernel alone decides).
+//! window come from the disk (paged in off the shard's thread, never blocking it), as they
+//! would once Kafka's page cache has evicted it. `sluice.shard.page.cache.window.bytes = 0`
+//! turns the window off (Kafka's behaviour: the kernel alone decides).
 //!
 //! Pages a fetch brings back from below a file's drop point (a consumer behind the window: the
 //! kernel's read-ahead, or the log's `read_in`) are counted in a read-back window of a quarter
@@ -28,17 +28,17 @@
 //!
 //! The system calls all this takes (`sync_file_range`, `posix_fadvise`, `fallocate` for
 //! [`FileMark::preallocate`] and the `ftruncate` of [`FileMark::trim`]) run on the shard's file
-//! worker, a thread of its own fed by a
-//! bounded queue ([`FileJob`]), not on the shard: they block. Traced on the bench host, the
-//! shard spent 9 % of a 1,000-partition run in D state inside them (`wbt_wait` on the block
-//! layer's writeback throttle, `ext4_wait_block_bitmap` in block allocation), and they were
+//! worker, a thread of its own fed by a bounded queue ([`FileJob`]), not on the shard: they
+//! block. Traced on the bench host, the shard spent 9 % of a 1,000-partition run in D state
+//! inside them (`wbt_wait` on the block layer's writeback throttle, `ext4_wait_block_bitmap` in
+//! block allocation), and they were
 //! 21.6 % of its CPU samples in a produce-only run (ARCHITECTURE.md, "The window's system calls
 //! on a file worker"). While the worker is behind (256 MiB of drops or 512 jobs queued: the
 //! disk is), appends wait for it in call order ([`wait_for_file_worker`]) and the shard goes on
-//! serving fetches; a job runs on the shard only past 512 MiB of drops or a full queue, so the
-//! page cache never gets more than that ahead of the window. The worker takes its jobs in
-//! batches ([`FILE_WORKER_BATCH_DELAY`]), so that a job does not cost the shard a wake and two
-//! context switches.
+//! serving fetches; a job runs on the shard only past 512 MiB of drops or a full queue (a trim
+//! is skipped instead), so the page cache never gets more than that ahead of the window. The
+//! worker takes its jobs in batches ([`FILE_WORKER_BATCH_DELAY`]), so that a job does not cost
+//! the shard a wake and two context switches.
 //!
 //! One window per shard thread (a thread-local, as the shard owns its partitions and its
 //! thread): the partitions of a shard share it, oldest append out first. Each segment file
