@@ -446,60 +446,20 @@ mod tests {
     use super::*;
     use glommio::LocalExecutorBuilder;
 
-    /// A page-cache hit is read by `preadv2(RWF_NOWAIT)` alone; once the file's pages are
-    /// evicted, the same read completes through io_uring, and both give the written bytes.
-    #[test]
-    fn reads_fall_back_to_io_uring_when_the_page_cache_misses() {
+    /// Runs `test` on an executor with a new file `data` in a directory of its own, named
+    /// after `tag`; `test` hands the file back, and it is closed and the directory removed.
+    fn with_new_file<F, Fut>(tag: &'static str, test: F)
+    where
+        F: FnOnce(std::path::PathBuf, std::path::PathBuf, BufferedFile) -> Fut + Send + 'static,
+        Fut: std::future::Future<Output = BufferedFile>,
+    {
         LocalExecutorBuilder::default()
-            .spawn(|| async {
-                let dir =
-                    std::env::temp_dir().join(format!("sluice-file-io-{}", std::process::id()));
+            .spawn(move || async move {
+                let dir = std::env::temp_dir().join(format!("sluice-{tag}-{}", std::process::id()));
                 std::fs::create_dir_all(&dir).expect("dir");
                 let path = dir.join("data");
                 let file = crate::segment::open_rw(&path, true).await.expect("create");
-                let data: Vec<u8> = (0..3 * 1024 * 1024u32).map(|i| (i % 251) as u8).collect();
-                write_all(&file, &path, &data, 0).await.expect("write");
-
-                let before = copies::snapshot();
-                let hit = read_exact(&file, &path, 4096, 1 << 20).await.expect("read");
-                assert_eq!(&hit[..], &data[4096..4096 + (1 << 20)]);
-                let after_hit = copies::snapshot();
-                assert_eq!(
-                    after_hit.read_nowait_bytes - before.read_nowait_bytes,
-                    1 << 20,
-                    "served from the page cache"
-                );
-                assert_eq!(
-                    after_hit.read_uring_bytes, before.read_uring_bytes,
-                    "no io_uring read for a hit"
-                );
-
-                file.fdatasync().await.expect("fdatasync");
-                // SAFETY: advice on a live descriptor; no memory is passed.
-                let advised = unsafe {
-                    libc::posix_fadvise(file.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED)
-                };
-                assert_eq!(advised, 0);
-                let miss = read_exact(&file, &path, 1 << 20, 2 << 20)
-                    .await
-                    .expect("read");
-                assert_eq!(&miss[..], &data[1 << 20..]);
-                let after_miss = copies::snapshot();
-                // tmpfs keeps its pages whatever the advice: there, every read is a hit.
-                if !on_tmpfs(&dir) {
-                    assert!(
-                        after_miss.read_uring_bytes > after_hit.read_uring_bytes,
-                        "the evicted range went through io_uring"
-                    );
-                }
-                assert_eq!(
-                    (after_miss.read_nowait_bytes - after_hit.read_nowait_bytes)
-                        + (after_miss.read_uring_bytes - after_hit.read_uring_bytes),
-                    2 << 20,
-                    "every byte read once"
-                );
-                let short = read_exact(&file, &path, (3 << 20) - 10, 20).await;
-                assert!(short.is_err(), "a read past the end is an error");
+                let file = test(dir.clone(), path, file).await;
                 file.close().await.expect("close");
                 std::fs::remove_dir_all(&dir).expect("cleanup");
             })
@@ -508,40 +468,81 @@ mod tests {
             .expect("join");
     }
 
+    /// A page-cache hit is read by `preadv2(RWF_NOWAIT)` alone; once the file's pages are
+    /// evicted, the same read completes through io_uring, and both give the written bytes.
+    #[test]
+    fn reads_fall_back_to_io_uring_when_the_page_cache_misses() {
+        with_new_file("file-io", |dir, path, file| async move {
+            let data: Vec<u8> = (0..3 * 1024 * 1024u32).map(|i| (i % 251) as u8).collect();
+            write_all(&file, &path, &data, 0).await.expect("write");
+
+            let before = copies::snapshot();
+            let hit = read_exact(&file, &path, 4096, 1 << 20).await.expect("read");
+            assert_eq!(&hit[..], &data[4096..4096 + (1 << 20)]);
+            let after_hit = copies::snapshot();
+            assert_eq!(
+                after_hit.read_nowait_bytes - before.read_nowait_bytes,
+                1 << 20,
+                "served from the page cache"
+            );
+            assert_eq!(
+                after_hit.read_uring_bytes, before.read_uring_bytes,
+                "no io_uring read for a hit"
+            );
+
+            file.fdatasync().await.expect("fdatasync");
+            // SAFETY: advice on a live descriptor; no memory is passed.
+            let advised =
+                unsafe { libc::posix_fadvise(file.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
+            assert_eq!(advised, 0);
+            let miss = read_exact(&file, &path, 1 << 20, 2 << 20)
+                .await
+                .expect("read");
+            assert_eq!(&miss[..], &data[1 << 20..]);
+            let after_miss = copies::snapshot();
+            // tmpfs keeps its pages whatever the advice: there, every read is a hit.
+            if !on_tmpfs(&dir) {
+                assert!(
+                    after_miss.read_uring_bytes > after_hit.read_uring_bytes,
+                    "the evicted range went through io_uring"
+                );
+            }
+            assert_eq!(
+                (after_miss.read_nowait_bytes - after_hit.read_nowait_bytes)
+                    + (after_miss.read_uring_bytes - after_hit.read_uring_bytes),
+                2 << 20,
+                "every byte read once"
+            );
+            let short = read_exact(&file, &path, (3 << 20) - 10, 20).await;
+            assert!(short.is_err(), "a read past the end is an error");
+            file
+        });
+    }
+
     /// `read_in` brings an evicted range into the page cache on the blocking pool without a
     /// copy (nothing counted as read through io_uring), and a range past the end is an error.
     #[test]
     fn read_in_pages_a_range_in_without_copying_it() {
-        LocalExecutorBuilder::default()
-            .spawn(|| async {
-                let dir =
-                    std::env::temp_dir().join(format!("sluice-read-in-{}", std::process::id()));
-                std::fs::create_dir_all(&dir).expect("dir");
-                let path = dir.join("data");
-                let file = crate::segment::open_rw(&path, true).await.expect("create");
-                let data = vec![7u8; 3 << 20];
-                write_all(&file, &path, &data, 0).await.expect("write");
-                file.fdatasync().await.expect("fdatasync");
-                advise_whole_file(file.as_raw_fd(), libc::POSIX_FADV_DONTNEED).expect("advise");
-                if !on_tmpfs(&dir) {
-                    assert!(!is_cached(&file, 1 << 20, 1 << 20), "evicted");
-                }
-                let before = copies::snapshot();
-                read_in(&file, &path, 1 << 20, 1 << 20)
-                    .await
-                    .expect("read in");
-                let counted = copies::snapshot().since(&before);
-                assert!(is_cached(&file, 1 << 20, 1 << 20), "paged in");
-                assert_eq!(counted.paged_in_bytes, 1 << 20);
-                assert_eq!(counted.read_uring_bytes, 0, "no copy into a buffer");
-                let past_end = read_in(&file, &path, (3 << 20) - 10, 20).await;
-                assert!(past_end.is_err(), "a range past the end is an error");
-                file.close().await.expect("close");
-                std::fs::remove_dir_all(&dir).expect("cleanup");
-            })
-            .expect("executor")
-            .join()
-            .expect("join");
+        with_new_file("read-in", |dir, path, file| async move {
+            let data = vec![7u8; 3 << 20];
+            write_all(&file, &path, &data, 0).await.expect("write");
+            file.fdatasync().await.expect("fdatasync");
+            advise_whole_file(file.as_raw_fd(), libc::POSIX_FADV_DONTNEED).expect("advise");
+            if !on_tmpfs(&dir) {
+                assert!(!is_cached(&file, 1 << 20, 1 << 20), "evicted");
+            }
+            let before = copies::snapshot();
+            read_in(&file, &path, 1 << 20, 1 << 20)
+                .await
+                .expect("read in");
+            let counted = copies::snapshot().since(&before);
+            assert!(is_cached(&file, 1 << 20, 1 << 20), "paged in");
+            assert_eq!(counted.paged_in_bytes, 1 << 20);
+            assert_eq!(counted.read_uring_bytes, 0, "no copy into a buffer");
+            let past_end = read_in(&file, &path, (3 << 20) - 10, 20).await;
+            assert!(past_end.is_err(), "a range past the end is an error");
+            file
+        });
     }
 
     fn on_tmpfs(dir: &Path) -> bool {
