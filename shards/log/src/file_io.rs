@@ -10,6 +10,7 @@
 
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::path::Path;
+use std::rc::Rc;
 
 use bytes::{BufMut, Bytes, BytesMut};
 use glommio::io::BufferedFile;
@@ -151,6 +152,13 @@ pub(crate) async fn read_in(
     pos: u64,
     len: usize,
 ) -> Result<(), LogError> {
+    // A permit first: past glommio's own queue (4,096 jobs) a job waits to be queued, and a
+    // fetch dropped in that wait would leave its entry in glommio's table for good.
+    let permits = READ_IN_PERMITS.with(Rc::clone);
+    let _permit = permits
+        .acquire_permit(1)
+        .await
+        .map_err(|e| LogError::io(path, std::io::Error::other(e.to_string())))?;
     let (Some(null), Some(fd)) = (dev_null(), dup_fd(file, path)?) else {
         return read_in_uring(file, path, pos, len).await;
     };
@@ -161,6 +169,16 @@ pub(crate) async fn read_in(
         .map_err(|e| LogError::io(path, e))?;
     copies::add_paged_in(len);
     Ok(())
+}
+
+/// Page-ins a shard has queued on its blocking pool at most; more wait for a permit, in order.
+/// Far below glommio's queue of 4,096, so a queued job is always taken at once.
+const READ_IN_JOBS_MAX: u64 = 256;
+
+thread_local! {
+    /// This shard's permits for [`read_in`]'s jobs.
+    static READ_IN_PERMITS: Rc<glommio::sync::Semaphore> =
+        Rc::new(glommio::sync::Semaphore::new(READ_IN_JOBS_MAX));
 }
 
 /// `/dev/null` opened for writing once per process; `None` where it cannot be.
@@ -542,6 +560,35 @@ mod tests {
             let past_end = read_in(&file, &path, (3 << 20) - 10, 20).await;
             assert!(past_end.is_err(), "a range past the end is an error");
             file
+        });
+    }
+
+    /// Twice as many page-ins as there are permits all complete, the ones past the permits
+    /// waiting their turn; those dropped while they wait or run give theirs back.
+    #[test]
+    fn read_ins_past_their_permits_wait_and_every_permit_comes_back() {
+        with_new_file("read-in-permits", |_dir, path, file| async move {
+            write_all(&file, &path, &vec![1u8; 1 << 20], 0)
+                .await
+                .expect("write");
+            let file = Rc::new(file);
+            let available = || READ_IN_PERMITS.with(|p| p.available());
+            let spawn = |i: u64| {
+                let (file, path) = (file.clone(), path.clone());
+                glommio::spawn_local(
+                    async move { read_in(&file, &path, (i % 256) * 4096, 4096).await },
+                )
+            };
+            let dropped: Vec<_> = (0..READ_IN_JOBS_MAX / 2).map(spawn).collect();
+            let kept: Vec<_> = (0..2 * READ_IN_JOBS_MAX).map(spawn).collect();
+            glommio::executor().yield_now().await;
+            assert!(available() < READ_IN_JOBS_MAX, "page-ins hold permits");
+            drop(dropped);
+            for task in kept {
+                task.await.expect("paged in");
+            }
+            assert_eq!(available(), READ_IN_JOBS_MAX, "every permit back");
+            Rc::try_unwrap(file).expect("the only holder")
         });
     }
 
