@@ -11,6 +11,7 @@
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::path::Path;
 use std::rc::Rc;
+use std::sync::Arc;
 
 use bytes::{BufMut, Bytes, BytesMut};
 use glommio::io::BufferedFile;
@@ -141,14 +142,16 @@ pub(crate) async fn read_exact(
 
 /// Brings `[pos, pos + len)` of `file` into the page cache without copying it anywhere, so
 /// that the region can be sent with `sendfile` from the shard's thread, which never waits for
-/// the disk. On a thread of the shard's blocking pool: `posix_fadvise(WILLNEED)` submits the
-/// whole range's reads at once, then `sendfile` to `/dev/null` waits for them (its pipe takes
-/// references to the pages, `/dev/null` drops them). Read through io_uring instead, every byte
-/// was copied into glommio's buffer and thrown away. A short read is an unexpected EOF, as in
-/// [`read_exact`]. Out of descriptors, or without `/dev/null`, it falls back to io_uring.
+/// the disk. On a thread of the shard's blocking pool, `sendfile` of the range from `send_fd`
+/// (the segment's own send descriptor, [`crate::segment::LogSegment::send_fd`]) to
+/// `/dev/null` waits for the kernel's read-ahead to fill the pages (its pipe takes references
+/// to them, `/dev/null` drops them). Read through io_uring instead, every byte was copied into
+/// glommio's buffer and thrown away. A short read is an unexpected EOF, as in [`read_exact`].
+/// Without a send descriptor (out of descriptors) or `/dev/null`, it falls back to io_uring.
 pub(crate) async fn read_in(
     file: &BufferedFile,
     path: &Path,
+    send_fd: Option<Arc<OwnedFd>>,
     pos: u64,
     len: usize,
 ) -> Result<(), LogError> {
@@ -159,10 +162,11 @@ pub(crate) async fn read_in(
         .acquire_permit(1)
         .await
         .map_err(|e| LogError::io(path, std::io::Error::other(e.to_string())))?;
-    let (Some(null), Some(fd)) = (dev_null(), dup_fd(file, path)?) else {
+    let (Some(null), Some(fd)) = (dev_null(), send_fd) else {
         return read_in_uring(file, path, pos, len).await;
     };
-    // The job owns its descriptor: a fetch dropped while it waits leaves nothing dangling.
+    // The job holds the descriptor: a fetch dropped while it waits leaves nothing dangling,
+    // and a deleted segment's releaser waits for it as for a response still sending.
     glommio::executor()
         .spawn_blocking(move || page_in(null, &fd, pos, len))
         .await
@@ -550,14 +554,15 @@ mod tests {
                 assert!(!is_cached(&file, 1 << 20, 1 << 20), "evicted");
             }
             let before = copies::snapshot();
-            read_in(&file, &path, 1 << 20, 1 << 20)
+            let send_fd = dup_fd(&file, &path).expect("dup").map(Arc::new);
+            read_in(&file, &path, send_fd.clone(), 1 << 20, 1 << 20)
                 .await
                 .expect("read in");
             let counted = copies::snapshot().since(&before);
             assert!(is_cached(&file, 1 << 20, 1 << 20), "paged in");
             assert_eq!(counted.paged_in_bytes, 1 << 20);
             assert_eq!(counted.read_uring_bytes, 0, "no copy into a buffer");
-            let past_end = read_in(&file, &path, (3 << 20) - 10, 20).await;
+            let past_end = read_in(&file, &path, send_fd, (3 << 20) - 10, 20).await;
             assert!(past_end.is_err(), "a range past the end is an error");
             file
         });
@@ -572,12 +577,13 @@ mod tests {
                 .await
                 .expect("write");
             let file = Rc::new(file);
+            let send_fd = dup_fd(&file, &path).expect("dup").map(Arc::new);
             let available = || READ_IN_PERMITS.with(|p| p.available());
             let spawn = |i: u64| {
-                let (file, path) = (file.clone(), path.clone());
-                glommio::spawn_local(
-                    async move { read_in(&file, &path, (i % 256) * 4096, 4096).await },
-                )
+                let (file, path, fd) = (file.clone(), path.clone(), send_fd.clone());
+                glommio::spawn_local(async move {
+                    read_in(&file, &path, fd, (i % 256) * 4096, 4096).await
+                })
             };
             let dropped: Vec<_> = (0..READ_IN_JOBS_MAX / 2).map(spawn).collect();
             let kept: Vec<_> = (0..2 * READ_IN_JOBS_MAX).map(spawn).collect();

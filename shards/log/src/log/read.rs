@@ -295,7 +295,8 @@ impl Log {
             // into memory, the bytes were copied three times (into glommio's buffer, into the
             // answer, into the socket).
             if walk_start(&plan.segment, &found, len, limit).is_some() {
-                read_in(&file, path, found.position, len).await?;
+                let send_fd = plan.segment.send_fd(&file)?;
+                read_in(&file, path, send_fd, found.position, len).await?;
                 if let Some(region) = self.region(plan, &file, &found, len, limit)? {
                     return Ok(Some(Records::File(region)));
                 }
