@@ -312,12 +312,17 @@ fn read_nowait(
 /// can run on the shard's thread. `false` when a page is missing or the kernel has no
 /// `cachestat`: the caller reads through [`read_exact`] instead.
 pub(crate) fn is_cached(file: &BufferedFile, pos: u64, len: usize) -> bool {
+    fd_is_cached(file.as_raw_fd(), pos, len)
+}
+
+/// [`is_cached`] of a descriptor.
+pub(crate) fn fd_is_cached(fd: std::os::fd::RawFd, pos: u64, len: usize) -> bool {
     const PAGE_BYTES: u64 = 4096;
     if len == 0 {
         return false;
     }
     let pages = (pos + len as u64).div_ceil(PAGE_BYTES) - pos / PAGE_BYTES;
-    cached_pages(file.as_raw_fd(), pos, len as u64).is_some_and(|cached| cached >= pages)
+    cached_pages(fd, pos, len as u64).is_some_and(|cached| cached >= pages)
 }
 
 /// Pages of `[pos, pos + len)` of `fd` the page cache holds (`cachestat(2)`; `len` 0: to the

@@ -194,6 +194,20 @@ impl LogSegment {
         Ok(Some(fd))
     }
 
+    /// [`LogSegment::send_fd`] without waiting: `None` while the file is being created, or
+    /// when no descriptor can be made now (out of descriptors, or `dup` failed: the caller
+    /// sends the bytes another way).
+    pub fn send_fd_now(&self) -> Option<Arc<OwnedFd>> {
+        if let Some(fd) = &*self.send_fd.borrow() {
+            return Some(fd.clone());
+        }
+        let file = match &*self.file.borrow() {
+            FileSlot::Ready(file) => file.clone(),
+            FileSlot::Opening(_) | FileSlot::Failed => return None,
+        };
+        self.send_fd(&file).ok().flatten()
+    }
+
     /// The size of a segment this process loaded (at start, or from the cleaner) rather than
     /// appended to: its bytes so far are on the disk, not in the page-cache window.
     pub fn set_loaded_size(&self, size: u64) {

@@ -1,5 +1,6 @@
 //! Bounded in-memory copy of the newest appends, so that consumers keeping
-//! up with the log are served without I/O.
+//! up with the log are served without I/O. Each append's place in its segment file is kept
+//! beside it, so that a large read can be sent from the page cache instead (`Log::read_for_send`).
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -15,11 +16,21 @@ use crate::log::Records;
 /// ~1-4 KiB) sending every piece as it is showed no gain (`bench/results/2026-12-04-tail-pieces-ab.md`).
 const MIN_MEAN_PIECE_BYTES: usize = 8 * 1024;
 
+/// Where an append's bytes were written: the segment (its base offset) and the position in
+/// its file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct FileSpot {
+    pub segment_base: i64,
+    pub position: u64,
+}
+
 /// One append's batches, offsets `[base_offset, next_offset)`.
 struct Chunk {
     base_offset: i64,
     next_offset: i64,
     data: Bytes,
+    /// Where `data` starts in its segment file.
+    spot: FileSpot,
     /// `data` is a piece of this request frame (a produce's records, appended uncopied): the
     /// frame stays counted in `sluice_protocol::frame_bytes_held` while the chunk is here.
     _frame_hold: Option<Arc<FrameHold>>,
@@ -43,6 +54,21 @@ struct Cursor {
     pos: usize,
 }
 
+/// The whole batches a read takes out of the cache, `len` bytes from `begin` to `end`: sent as
+/// bytes ([`TailCache::records`]) or as the file range they were written to
+/// ([`TailCache::file_range`]).
+pub(crate) struct TailSpan {
+    begin: Cursor,
+    end: Cursor,
+    len: usize,
+}
+
+impl TailSpan {
+    pub fn len(&self) -> usize {
+        self.len
+    }
+}
+
 impl TailCache {
     pub fn new(limit: usize) -> Self {
         Self {
@@ -60,6 +86,7 @@ impl TailCache {
         next_offset: i64,
         data: Bytes,
         frame_hold: Option<Arc<FrameHold>>,
+        spot: FileSpot,
     ) {
         if let Some(last) = self.chunks.back() {
             assert!(
@@ -82,6 +109,7 @@ impl TailCache {
             base_offset,
             next_offset,
             data,
+            spot,
             _frame_hold: frame_hold,
         });
     }
@@ -138,6 +166,7 @@ impl TailCache {
     /// `min_one`). `None` when the cache does not reach back to `start`. With `pieces_ok`, a
     /// read spanning appends may be [`Records::Pieces`]; otherwise it is always
     /// [`Records::Memory`].
+    #[cfg(test)]
     pub fn read(
         &self,
         start: i64,
@@ -146,6 +175,19 @@ impl TailCache {
         min_one: bool,
         pieces_ok: bool,
     ) -> Option<Records> {
+        let span = self.span(start, limit_offset, max_bytes, min_one)?;
+        Some(self.records(&span, pieces_ok))
+    }
+
+    /// The batches [`TailCache::read`] would answer, not yet taken out. `None` when the cache
+    /// does not reach back to `start`.
+    pub fn span(
+        &self,
+        start: i64,
+        limit_offset: i64,
+        max_bytes: usize,
+        min_one: bool,
+    ) -> Option<TailSpan> {
         let first = self.chunks.partition_point(|c| c.next_offset <= start);
         let chunk = self.chunks.get(first)?;
         if chunk.base_offset > start {
@@ -155,8 +197,31 @@ impl TailCache {
             chunk: first,
             pos: self.find_batch(first, start)?,
         };
-        let end = self.extend(begin, limit_offset, max_bytes, min_one);
-        Some(self.records_between(begin, end, pieces_ok))
+        let (end, len) = self.extend(begin, limit_offset, max_bytes, min_one);
+        Some(TailSpan { begin, end, len })
+    }
+
+    /// `span`'s bytes, with `pieces_ok` as in [`TailCache::read`].
+    pub fn records(&self, span: &TailSpan, pieces_ok: bool) -> Records {
+        self.records_between(span.begin, span.end, pieces_ok)
+    }
+
+    /// Where `span`'s bytes lie in the segment files: one range of one file when its appends
+    /// were written back to back in one segment (always, but across a roll or a follower's
+    /// truncation), else `None`.
+    pub fn file_range(&self, span: &TailSpan) -> Option<FileSpot> {
+        let first = &self.chunks[span.begin.chunk];
+        let mut next = first.spot.position + first.data.len() as u64;
+        for chunk in self.chunks.range(span.begin.chunk + 1..=span.end.chunk) {
+            if chunk.spot.segment_base != first.spot.segment_base || chunk.spot.position != next {
+                return None;
+            }
+            next += chunk.data.len() as u64;
+        }
+        Some(FileSpot {
+            segment_base: first.spot.segment_base,
+            position: first.spot.position + span.begin.pos as u64,
+        })
     }
 
     /// Byte position in chunk `i` of the batch holding `offset`.
@@ -166,8 +231,14 @@ impl TailCache {
             .map(|(pos, _)| pos)
     }
 
-    /// Advances from `begin` over whole batches within the limits.
-    fn extend(&self, begin: Cursor, limit_offset: i64, max_bytes: usize, min_one: bool) -> Cursor {
+    /// Advances from `begin` over whole batches within the limits; the end and the bytes taken.
+    fn extend(
+        &self,
+        begin: Cursor,
+        limit_offset: i64,
+        max_bytes: usize,
+        min_one: bool,
+    ) -> (Cursor, usize) {
         let mut end = begin;
         let mut taken = 0usize;
         for i in begin.chunk..self.chunks.len() {
@@ -175,7 +246,7 @@ impl TailCache {
             for (p, h) in HeaderWalker::new(&self.chunks[i].data[from..]) {
                 let fits = taken + h.size <= max_bytes || (taken == 0 && min_one);
                 if h.last_offset() >= limit_offset || !fits {
-                    return end;
+                    return (end, taken);
                 }
                 taken += h.size;
                 end = Cursor {
@@ -184,7 +255,7 @@ impl TailCache {
                 };
             }
         }
-        end
+        (end, taken)
     }
 
     /// The bytes between two cursors: a zero-copy slice within one chunk. A range spanning
@@ -230,6 +301,19 @@ mod tests {
         }
     }
 
+    /// Pushes an append written right after the last one, in segment 0.
+    fn append(c: &mut TailCache, base: i64, next: i64, data: Bytes) {
+        let position = c
+            .chunks
+            .back()
+            .map_or(0, |l| l.spot.position + l.data.len() as u64);
+        let spot = FileSpot {
+            segment_base: 0,
+            position,
+        };
+        c.push(base, next, data, None, spot);
+    }
+
     fn chunk(base: i64, sizes: &[(i32, usize)]) -> (i64, Bytes) {
         let mut v = Vec::new();
         let mut o = base;
@@ -244,9 +328,9 @@ mod tests {
     fn serves_covered_ranges_and_evicts() {
         let mut c = TailCache::new(1000);
         let (n1, a) = chunk(0, &[(2, 39), (3, 39)]); // 2 x 100 bytes
-        c.push(0, n1, a.clone(), None);
+        append(&mut c, 0, n1, a.clone());
         let (n2, b) = chunk(n1, &[(1, 139)]); // 200 bytes
-        c.push(n1, n2, b.clone(), None);
+        append(&mut c, n1, n2, b.clone());
         assert_eq!(joined(&c, 1, 100, 1000, false).unwrap().len(), 400);
         assert_eq!(joined(&c, 2, 100, 150, false).unwrap(), a.slice(100..200));
         assert_eq!(joined(&c, 2, 100, 0, false).unwrap().len(), 0);
@@ -255,7 +339,7 @@ mod tests {
         assert_eq!(joined(&c, 5, 6, 1000, false).unwrap(), b);
         // Evict the first chunk.
         let (n3, d) = chunk(n2, &[(1, 639)]);
-        c.push(n2, n3, d, None);
+        append(&mut c, n2, n3, d);
         assert!(joined(&c, 0, 100, 1000, false).is_none());
         assert_eq!(joined(&c, 5, 100, 1000, false).unwrap().len(), 900);
     }
@@ -264,9 +348,9 @@ mod tests {
     fn truncation_cuts_whole_batches_and_pushes_follow_on() {
         let mut c = TailCache::new(1000);
         let (n1, a) = chunk(0, &[(2, 39), (3, 39)]); // offsets 0..2, 2..5
-        c.push(0, n1, a.clone(), None);
+        append(&mut c, 0, n1, a.clone());
         let (n2, b) = chunk(n1, &[(1, 139)]); // offset 5
-        c.push(n1, n2, b, None);
+        append(&mut c, n1, n2, b);
         // Offset 3 lies in the second batch of the first chunk: that batch and the second
         // chunk go.
         c.truncate_to(3);
@@ -275,9 +359,9 @@ mod tests {
         assert!(joined(&c, 2, 100, 1000, false).is_none());
         // Appends continue from offset 2; a follower's gap is allowed and misses the cache.
         let (n3, d) = chunk(2, &[(1, 39)]);
-        c.push(2, n3, d.clone(), None);
+        append(&mut c, 2, n3, d.clone());
         let (_, e) = chunk(10, &[(1, 39)]);
-        c.push(10, 11, e.clone(), None);
+        append(&mut c, 10, 11, e.clone());
         assert_eq!(joined(&c, 2, 100, 1000, false).unwrap().len(), 200);
         assert!(joined(&c, 5, 100, 1000, false).is_none());
         assert_eq!(joined(&c, 10, 100, 1000, false).unwrap(), e);
@@ -290,11 +374,11 @@ mod tests {
     fn a_read_spanning_appends_is_their_pieces_when_large() {
         let mut c = TailCache::new(1 << 20);
         let (n1, a) = chunk(0, &[(1, 9_939), (1, 9_939)]); // 2 x 10,000 bytes
-        c.push(0, n1, a.clone(), None);
+        append(&mut c, 0, n1, a.clone());
         let (n2, b) = chunk(n1, &[(1, 9_939)]);
-        c.push(n1, n2, b.clone(), None);
+        append(&mut c, n1, n2, b.clone());
         let (n3, d) = chunk(n2, &[(1, 9_939)]);
-        c.push(n2, n3, d.clone(), None);
+        append(&mut c, n2, n3, d.clone());
         // From the second batch of the first append to the end: three uncopied pieces, the
         // same bytes a joined read gives.
         let before = copies::snapshot();
@@ -326,9 +410,9 @@ mod tests {
         );
         // Pieces averaging under MIN_MEAN_PIECE_BYTES are joined.
         let (n4, e) = chunk(n3, &[(1, 39)]); // 100 bytes
-        c.push(n3, n4, e.clone(), None);
+        append(&mut c, n3, n4, e.clone());
         let (n5, f) = chunk(n4, &[(1, 39)]);
-        c.push(n4, n5, f.clone(), None);
+        append(&mut c, n4, n5, f.clone());
         let small = c.read(n3, 100, 1 << 20, false, true).unwrap();
         assert_eq!(
             small,

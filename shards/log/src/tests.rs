@@ -829,6 +829,87 @@ fn read_for_send_now_answers_only_what_needs_no_file_read() {
     });
 }
 
+/// A tail-cache read of 64 KiB or more is answered as the file range its appends were written
+/// to (sent from the page cache without a copy), holding exactly the bytes `read` answers; a
+/// smaller one, one spanning a roll, or one whose pages left the page cache is answered from
+/// memory as before.
+#[test]
+fn large_tail_reads_are_regions_of_the_same_bytes_while_the_page_cache_holds_them() {
+    use crate::file_io::{advise_whole_file, copies};
+    use std::os::fd::AsRawFd;
+    run(|| async {
+        let config = LogConfig {
+            segment_bytes: 1 << 20,
+            tail_cache_bytes: 8 << 20,
+            ..LogConfig::default()
+        };
+        let log = Log::open(test_dir("tail-regions"), config).await.unwrap();
+        // ~40 KB appends of two batches each: a 1 MiB segment rolls every ~26 appends.
+        for _ in 0..80 {
+            log.append(&batches(&[2, 3], 20_000)).await.unwrap();
+        }
+        let bases = log.segment_bases();
+        assert!(bases.len() >= 3, "segments {bases:?}");
+        let segment_of = |offset: i64| *bases.iter().rev().find(|&&b| b <= offset).unwrap();
+        let end = log.log_end_offset();
+        let mut regions = 0;
+        for start in [0, 7, bases[1], bases[1] + 12, end - 40, end - 3] {
+            for max_bytes in [30_000, 100_000, 1 << 20] {
+                let case = format!("start {start}, max {max_bytes}");
+                let before = copies::snapshot();
+                let sent = log
+                    .read_for_send_now(start, max_bytes, true, None)
+                    .expect("the tail cache holds the whole log")
+                    .unwrap();
+                let counted = copies::snapshot().since(&before);
+                let read = log.read(start, max_bytes, true, None).await.unwrap();
+                let last = read.records.len().checked_sub(1).map(|_| {
+                    let batches = crate::batch::HeaderWalker::new(&read.records);
+                    batches.last().unwrap().1.last_offset()
+                });
+                let one_segment = last.is_none_or(|l| segment_of(l) == segment_of(start));
+                match &sent {
+                    Records::File(region) => {
+                        regions += 1;
+                        assert!(one_segment && region.len() >= 64 * 1024, "{case}");
+                        assert_eq!(region.read_to_bytes().unwrap(), read.records, "{case}");
+                        assert_eq!(counted.region_bytes, region.len() as u64, "{case}");
+                        assert_eq!(counted.tail_join_copy_bytes, 0, "{case}");
+                    }
+                    Records::Memory(b) => {
+                        assert!(!one_segment || b.len() < 64 * 1024, "{case}");
+                        assert_eq!(*b, read.records, "{case}");
+                    }
+                    Records::Pieces(p) => {
+                        assert!(!one_segment || read.records.len() < 64 * 1024, "{case}");
+                        assert_eq!(p.concat(), read.records, "{case}");
+                    }
+                }
+            }
+        }
+        assert!(regions >= 6, "{regions} regions");
+        // The newest segment's pages written back and dropped: its reads come from memory.
+        log.flush().await.unwrap();
+        let newest = *bases.last().unwrap();
+        let file = log.segment(newest).unwrap().file().await.unwrap();
+        advise_whole_file(file.as_raw_fd(), libc::POSIX_FADV_DONTNEED).unwrap();
+        let sent = log
+            .read_for_send_now(newest, 1 << 20, true, None)
+            .unwrap()
+            .unwrap();
+        let read = log.read(newest, 1 << 20, true, None).await.unwrap();
+        assert!(read.records.len() >= 64 * 1024);
+        assert!(!matches!(sent, Records::File(_)), "the pages were dropped");
+        let bytes = match sent {
+            Records::Memory(b) => b,
+            Records::Pieces(p) => p.concat().into(),
+            Records::File(_) => unreachable!(),
+        };
+        assert_eq!(bytes, read.records);
+        log.delete().await.unwrap();
+    });
+}
+
 /// `read_for_send` finds a large read's first batch by reading batch headers from the page
 /// cache (no scan chunk copied), and a read whose pages are not in the page cache is read in
 /// through io_uring and still sent as a region: nothing copied into user space but the scan

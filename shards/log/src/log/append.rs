@@ -16,6 +16,7 @@ use crate::error::LogError;
 use crate::file_io::write_all;
 use crate::leader_epoch::InvalidEpochEntry;
 use crate::segment::LogSegment;
+use crate::tail_cache::FileSpot;
 
 /// Everything an append fixed synchronously, handed to its write task.
 struct Reservation {
@@ -411,8 +412,12 @@ impl Log {
         segment.last_modified_ms.set(now_ms);
         st.log_end_offset = last_offset + 1;
         if st.tail_cache.limit() > 0 {
+            let spot = FileSpot {
+                segment_base: segment.base_offset,
+                position,
+            };
             st.tail_cache
-                .push(first_offset, last_offset + 1, buf.clone(), frame_hold);
+                .push(first_offset, last_offset + 1, buf.clone(), frame_hold, spot);
         }
         let seq = st.in_flight_front_seq + st.in_flight.len() as u64;
         st.in_flight.push_back(InFlight {

@@ -3,6 +3,7 @@
 //! (the fetch long poll).
 
 use std::future::Future;
+use std::os::fd::AsRawFd;
 use std::path::Path;
 use std::pin::Pin;
 use std::rc::Rc;
@@ -11,11 +12,12 @@ use std::task::{Context, Poll};
 use bytes::{Bytes, BytesMut};
 use sluice_protocol::{record_batch, FileRegion};
 
-use super::{readable_size, FetchDataInfo, Log, Records};
+use super::{readable_size, FetchDataInfo, Log, LogState, Records};
 use crate::batch::{self, parse_header, BatchHeader, RECORD_BATCH_OVERHEAD};
 use crate::error::LogError;
-use crate::file_io::{is_cached, read_cached, read_exact, read_in};
+use crate::file_io::{fd_is_cached, is_cached, read_cached, read_exact, read_in};
 use crate::segment::LogSegment;
+use crate::tail_cache::TailSpan;
 
 /// Header bytes read per I/O while looking for a batch in a segment.
 const MIN_SCAN_READ_BYTES: u64 = 16 * 1024;
@@ -147,16 +149,18 @@ impl Log {
         if start_offset >= limit {
             return Ok(Ok(Records::Memory(Bytes::new())));
         }
-        Ok(st
+        let Some(span) = st
             .tail_cache
-            .read(
-                start_offset,
-                limit,
-                read.max_bytes,
-                read.min_one,
-                read.pieces_ok,
-            )
-            .ok_or(limit))
+            .span(start_offset, limit, read.max_bytes, read.min_one)
+        else {
+            return Ok(Err(limit));
+        };
+        if read.region_ok && span.len() >= MIN_TAIL_REGION_BYTES {
+            if let Some(region) = tail_region(&st, &span) {
+                return Ok(Ok(Records::File(region)));
+            }
+        }
+        Ok(Ok(st.tail_cache.records(&span, read.pieces_ok)))
     }
 
     /// File read path: the segment holding `start`, and the next ones if it
@@ -418,6 +422,32 @@ impl Log {
             .sum();
         total.saturating_sub(skipped)
     }
+}
+
+/// A tail-cache read of at least this many bytes is sent as the file range its appends were
+/// written to, from the page cache (`sendfile`: no copy), rather than as the appends' bytes
+/// in memory (`sendmsg`: the kernel copies them into the socket). See [`tail_region`].
+const MIN_TAIL_REGION_BYTES: usize = 64 * 1024;
+
+/// `span` of the tail cache as a region of the segment file its appends were written to, when
+/// they lie back to back in one segment whose send descriptor is at hand and the page cache
+/// holds every page (it does unless memory pressure evicted them: the appends are the newest,
+/// inside the page-cache window). The cache's bytes would be copied into the socket by
+/// `sendmsg`; `sendfile` takes references to the page-cache pages instead (ARCHITECTURE.md,
+/// "Newest data sent from the page cache"). Its readable end bounds `span`, so the bytes are
+/// written.
+fn tail_region(st: &LogState, span: &TailSpan) -> Option<FileRegion> {
+    let spot = st.tail_cache.file_range(span)?;
+    let segment = st.segments.get(&spot.segment_base)?;
+    let fd = segment.send_fd_now()?;
+    if !fd_is_cached(fd.as_raw_fd(), spot.position, span.len()) {
+        return None;
+    }
+    crate::file_io::copies::add_region(span.len());
+    if let Some(mark) = segment.existing_page_cache_mark() {
+        crate::page_cache::sent(&mark, spot.position, spot.position + span.len() as u64);
+    }
+    Some(FileRegion::new(fd, spot.position, span.len()))
 }
 
 /// The batch a read starts with, and the scan read it was found in.
