@@ -518,10 +518,7 @@ mod tests {
             );
 
             file.fdatasync().await.expect("fdatasync");
-            // SAFETY: advice on a live descriptor; no memory is passed.
-            let advised =
-                unsafe { libc::posix_fadvise(file.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
-            assert_eq!(advised, 0);
+            advise_whole_file(file.as_raw_fd(), libc::POSIX_FADV_DONTNEED).expect("advise");
             let miss = read_exact(&file, &path, 1 << 20, 2 << 20)
                 .await
                 .expect("read");

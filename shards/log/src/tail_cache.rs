@@ -206,9 +206,9 @@ impl TailCache {
         self.records_between(span.begin, span.end, pieces_ok)
     }
 
-    /// Where `span`'s bytes lie in the segment files: one range of one file when its appends
-    /// were written back to back in one segment (always, but across a roll or a follower's
-    /// truncation), else `None`.
+    /// Where `span`'s bytes start in the segment files, when its appends were written back to
+    /// back in one segment (so that the span is one range of one file); `None` when they were
+    /// not (a span across a roll, or across a follower's truncation).
     pub fn file_range(&self, span: &TailSpan) -> Option<FileSpot> {
         let first = &self.chunks[span.begin.chunk];
         let mut next = first.spot.position + first.data.len() as u64;

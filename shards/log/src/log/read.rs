@@ -3,10 +3,11 @@
 //! (the fetch long poll).
 
 use std::future::Future;
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::Path;
 use std::pin::Pin;
 use std::rc::Rc;
+use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use bytes::{Bytes, BytesMut};
@@ -16,6 +17,7 @@ use super::{readable_size, FetchDataInfo, Log, LogState, Records};
 use crate::batch::{self, parse_header, BatchHeader, RECORD_BATCH_OVERHEAD};
 use crate::error::LogError;
 use crate::file_io::{fd_is_cached, is_cached, read_cached, read_exact, read_in};
+use crate::page_cache::FileMark;
 use crate::segment::LogSegment;
 use crate::tail_cache::TailSpan;
 
@@ -340,7 +342,6 @@ impl Log {
         let Some(fd) = plan.segment.send_fd(file)? else {
             return Ok(None);
         };
-        crate::file_io::copies::add_region(end);
         // A segment no append of this process touched (loaded at start) gets its mark here,
         // so that what a consumer reads back from it leaves the page cache again.
         let mark = if crate::page_cache::window_bytes() > 0 {
@@ -348,10 +349,7 @@ impl Log {
         } else {
             plan.segment.existing_page_cache_mark()
         };
-        if let Some(mark) = mark {
-            crate::page_cache::sent(&mark, found.position, found.position + end as u64);
-        }
-        Ok(Some(FileRegion::new(fd, found.position, end)))
+        Ok(Some(sent_region(fd, mark, found.position, end)))
     }
 
     /// Scans batch headers from the index position to the first batch that
@@ -443,14 +441,26 @@ fn tail_region(st: &LogState, span: &TailSpan) -> Option<FileRegion> {
     if !fd_is_cached(fd.as_raw_fd(), spot.position, span.len()) {
         return None;
     }
-    crate::file_io::copies::add_region(span.len());
-    if let Some(mark) = segment.existing_page_cache_mark() {
-        crate::page_cache::sent(&mark, spot.position, spot.position + span.len() as u64);
-    }
-    Some(FileRegion::new(fd, spot.position, span.len()))
+    let mark = segment.existing_page_cache_mark();
+    Some(sent_region(fd, mark, spot.position, span.len()))
 }
 
-/// The batch a read starts with, and the scan read it was found in.
+/// `[position, position + len)` of a segment's send descriptor `fd` as a region to send:
+/// counted (`io_copies` `region_bytes`), and told to the page-cache window through the file's
+/// `mark`, which drops what a consumer reads back from below the window again.
+fn sent_region(
+    fd: Arc<OwnedFd>,
+    mark: Option<Rc<FileMark>>,
+    position: u64,
+    len: usize,
+) -> FileRegion {
+    crate::file_io::copies::add_region(len);
+    if let Some(mark) = mark {
+        crate::page_cache::sent(&mark, position, position + len as u64);
+    }
+    FileRegion::new(fd, position, len)
+}
+
 /// What a read may return: at most `max_bytes` (but one whole batch if `min_one`), as a file
 /// region when `region_ok`.
 #[derive(Clone, Copy)]
@@ -585,6 +595,7 @@ fn indexed_boundary(segment: &LogSegment, found: &Located, len: usize, limit: i6
     Some(u64::from(position))
 }
 
+/// The batch a read starts with, and the scan read it was found in.
 pub(super) struct Located {
     pub(super) position: u64,
     pub(super) header: BatchHeader,
