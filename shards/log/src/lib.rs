@@ -18,6 +18,7 @@ mod cleaner;
 mod clock;
 mod config;
 mod error;
+mod fetch_stamp;
 #[allow(unsafe_code)]
 mod file_io;
 mod index;
@@ -37,6 +38,7 @@ pub use config::{
     LogConfig, TimestampType, DEFAULT_MAX_MESSAGE_BYTES, DEFAULT_SEGMENT_INDEX_BYTES, SEVEN_DAYS_MS,
 };
 pub use error::LogError;
+pub use fetch_stamp::{FetchStamp, QuietMark};
 pub use file_io::copies as io_copies;
 pub use leader_epoch::{
     EpochEntry, InvalidEpochEntry, LeaderEpochCheckpointFile, LeaderEpochFileCache,

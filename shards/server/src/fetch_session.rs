@@ -27,6 +27,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 
+use sluice_log::QuietMark;
 use sluice_protocol::codec::Uuid;
 use sluice_protocol::error::ErrorCode;
 use sluice_protocol::messages::fetch::{
@@ -41,6 +42,10 @@ pub const INITIAL_EPOCH: i32 = 0;
 pub const FINAL_EPOCH: i32 = -1;
 /// Fetch version from which topics are named by id (a session remembers which it uses).
 const TOPIC_ID_MIN_VERSION: i16 = 13;
+/// Every this many epochs a session's request reads every partition, quiet or not: should a
+/// change ever not move a partition's fetch stamp, its answer waits this many fetches, not
+/// forever.
+pub const READ_ALL_EVERY_EPOCHS: i32 = 64;
 
 /// Wall-clock milliseconds, the time sessions are used and evicted by (Kafka's
 /// `time.milliseconds()`).
@@ -115,6 +120,24 @@ struct CachedPartition {
     high_watermark: i64,
     /// The log start offset last answered.
     local_log_start_offset: i64,
+    /// Set when the last answer found nothing new: while it holds, the next answer would be
+    /// the same and dropped, so the read leaves the partition out.
+    quiet: Option<Quiet>,
+}
+
+/// A partition last answered "nothing new", and what that answer depended on.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Quiet {
+    /// The partition's fetch stamp (high watermark, log start, status, role and epoch).
+    mark: QuietMark,
+    /// The shard's metadata image (routing, leadership, the topic's existence).
+    image_generation: u64,
+}
+
+impl Quiet {
+    fn holds(&self, image_generation: u64) -> bool {
+        self.image_generation == image_generation && self.mark.is_current()
+    }
 }
 
 impl CachedPartition {
@@ -127,10 +150,13 @@ impl CachedPartition {
             last_fetched_epoch: p.last_fetched_epoch,
             high_watermark: -1,
             local_log_start_offset: -1,
+            quiet: None,
         }
     }
 
+    /// The client names the partition again (its position moved): it is read this time.
     fn update_request(&mut self, p: &FetchPartition) {
+        self.quiet = None;
         self.fetch_offset = p.fetch_offset;
         self.log_start_offset = p.log_start_offset;
         self.max_bytes = p.partition_max_bytes;
@@ -168,6 +194,28 @@ impl CachedPartition {
             self.high_watermark = -1;
             respond = true;
         }
+        respond
+    }
+
+    /// [`CachedPartition::must_respond`], and the partition is quiet from now on when the read
+    /// left `mark` (it found nothing new) and the answer is indeed nothing new: no records, no
+    /// error, nothing for the client to act on, and the client's position at the high watermark.
+    fn answered(
+        &mut self,
+        data: &PartitionData,
+        mark: Option<QuietMark>,
+        image_generation: u64,
+    ) -> bool {
+        let respond = self.must_respond(data);
+        let nothing_new = !data.has_records()
+            && data.error_code == ErrorCode::NONE.0
+            && data.preferred_read_replica < 0
+            && data.diverging_epoch.epoch < 0
+            && self.fetch_offset >= data.high_watermark;
+        self.quiet = mark.filter(|_| nothing_new).map(|mark| Quiet {
+            mark,
+            image_generation,
+        });
         respond
     }
 }
@@ -210,7 +258,20 @@ pub enum FetchContext {
         id: i32,
         /// The session's epoch after this request.
         epoch: i32,
+        /// Quiet partitions of the session the request leaves out (see
+        /// [`FetchSessionCache::new_context_leaving_quiet`]).
+        left_out: usize,
     },
+}
+
+impl FetchContext {
+    /// How many quiet partitions the request leaves out.
+    pub fn left_out(&self) -> usize {
+        match self {
+            FetchContext::Incremental { left_out, .. } => *left_out,
+            _ => 0,
+        }
+    }
 }
 
 /// One shard's fetch sessions.
@@ -294,6 +355,34 @@ impl FetchSessionCache {
         request: &mut FetchRequest,
         now_ms: u64,
     ) -> FetchContext {
+        self.new_context_with(version, request, now_ms, None)
+    }
+
+    /// [`FetchSessionCache::new_context`], but an incremental consumer's request leaves out
+    /// the session's quiet partitions: those whose last answer found nothing new, that the
+    /// client does not name again, and whose fetch stamp and the shard's metadata image
+    /// (`image_generation`) have not moved since — read again, each would be answered the same
+    /// and dropped from the answer. A follower's session reads every partition (its fetch
+    /// also counts towards the ISR), and so does every [`READ_ALL_EVERY_EPOCHS`]th request.
+    /// When the rest has less than the request's `min_bytes`, the caller reads the whole
+    /// session ([`FetchSessionCache::session_topics`]) and waits on all of it.
+    pub fn new_context_leaving_quiet(
+        &mut self,
+        version: i16,
+        request: &mut FetchRequest,
+        now_ms: u64,
+        image_generation: u64,
+    ) -> FetchContext {
+        self.new_context_with(version, request, now_ms, Some(image_generation))
+    }
+
+    fn new_context_with(
+        &mut self,
+        version: i16,
+        request: &mut FetchRequest,
+        now_ms: u64,
+        image_generation: Option<u64>,
+    ) -> FetchContext {
         let (session_id, epoch) = (request.session_id, request.session_epoch);
         if epoch == INITIAL_EPOCH || epoch == FINAL_EPOCH {
             // Any session a full request names is closed.
@@ -344,13 +433,31 @@ impl FetchSessionCache {
         }
         session.epoch = next_epoch(session.epoch);
         let epoch = session.epoch;
-        request.topics = topics_of(session);
+        let image_generation =
+            image_generation.filter(|_| !session.privileged && epoch % READ_ALL_EVERY_EPOCHS != 0);
+        let (topics, left_out) = match image_generation {
+            Some(generation) => topics_of(session, |c| {
+                c.quiet.as_ref().is_some_and(|q| q.holds(generation))
+            }),
+            None => topics_of(session, |_| false),
+        };
+        request.topics = topics;
         request.forgotten_topics_data.clear();
         self.touch(session_id, now_ms);
         FetchContext::Incremental {
             id: session_id,
             epoch,
+            left_out,
         }
+    }
+
+    /// Every partition of session `id`, as an incremental request's topics (for the read and
+    /// the wait after one that left out quiet partitions found too little); `None` when the
+    /// session is gone.
+    pub fn session_topics(&self, id: i32) -> Option<Vec<FetchTopic>> {
+        self.sessions
+            .get(&id)
+            .map(|session| topics_of(session, |_| false).0)
     }
 
     /// Finishes `response` to `request` (as `new_context` left it) for `context`: sets its
@@ -365,6 +472,33 @@ impl FetchSessionCache {
         response: &mut FetchResponse,
         now_ms: u64,
     ) {
+        self.complete_marking_quiet(
+            context,
+            version,
+            request,
+            privileged,
+            response,
+            now_ms,
+            Vec::new(),
+            0,
+        );
+    }
+
+    /// [`FetchSessionCache::complete`], and each partition of an incremental answer whose read
+    /// found nothing new (its entry of `marks`, one per partition of the answer in its order,
+    /// is set) is quiet from now on, as of metadata image `image_generation`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn complete_marking_quiet(
+        &mut self,
+        context: FetchContext,
+        version: i16,
+        request: &FetchRequest,
+        privileged: bool,
+        response: &mut FetchResponse,
+        now_ms: u64,
+        mut marks: Vec<Option<QuietMark>>,
+        image_generation: u64,
+    ) {
         match context {
             FetchContext::Sessionless | FetchContext::Error(_) => {
                 response.session_id = INVALID_SESSION_ID;
@@ -377,7 +511,7 @@ impl FetchSessionCache {
                         full_session_partitions(uses_topic_ids, request, response)
                     });
             }
-            FetchContext::Incremental { id, epoch } => {
+            FetchContext::Incremental { id, epoch, .. } => {
                 let uses_topic_ids = version >= TOPIC_ID_MIN_VERSION;
                 let Some(session) = self.sessions.get_mut(&id) else {
                     // Evicted or closed while this fetch waited.
@@ -389,10 +523,20 @@ impl FetchSessionCache {
                     *response = error_response(ErrorCode::INVALID_FETCH_SESSION_EPOCH);
                     return;
                 }
-                let last_returned = match respond_in_session_order(session, response) {
-                    Some(last_returned) => last_returned,
-                    None => respond_by_lookup(session, uses_topic_ids, response),
-                };
+                let answered: usize = response.responses.iter().map(|t| t.partitions.len()).sum();
+                marks.resize(answered, None);
+                let last_returned =
+                    match respond_in_session_order(session, response, &mut marks, image_generation)
+                    {
+                        Some(last_returned) => last_returned,
+                        None => respond_by_lookup(
+                            session,
+                            uses_topic_ids,
+                            response,
+                            &mut marks,
+                            image_generation,
+                        ),
+                    };
                 if last_returned.is_some() {
                     session.start_after = last_returned;
                 }
@@ -540,10 +684,14 @@ fn key_of(uses_topic_ids: bool, topic_id: Uuid, name: &str, partition: i32) -> P
     }
 }
 
-/// The request's topics for every partition of `session`, from the one after `start_after`
-/// round to it; one entry per run of a topic's partitions (a topic the rotation splits between
-/// the end and the start of the order is named twice, as Kafka's answers may name it).
-fn topics_of(session: &FetchSession) -> Vec<FetchTopic> {
+/// The request's topics for every partition of `session` but those `leave_out` picks, from the
+/// one after `start_after` round to it; one entry per run of a topic's partitions (a topic the
+/// rotation splits between the end and the start of the order is named twice, as Kafka's
+/// answers may name it). Also returns how many were left out.
+fn topics_of(
+    session: &FetchSession,
+    leave_out: impl Fn(&CachedPartition) -> bool,
+) -> (Vec<FetchTopic>, usize) {
     use std::ops::Bound::{Excluded, Unbounded};
     let mut topics: Vec<FetchTopic> = Vec::new();
     let (tail, head) = match &session.start_after {
@@ -554,7 +702,13 @@ fn topics_of(session: &FetchSession) -> Vec<FetchTopic> {
         None => (session.partitions.range::<PartitionKey, _>(..), None),
     };
     let mut remaining = session.partitions.len();
+    let mut left_out = 0;
     for (key, cached) in tail.chain(head.into_iter().flatten()) {
+        if leave_out(cached) {
+            left_out += 1;
+            remaining -= 1;
+            continue;
+        }
         let p = cached.to_request(key.partition);
         let topic_id = key.topic_id();
         match topics.last_mut() {
@@ -582,7 +736,7 @@ fn topics_of(session: &FetchSession) -> Vec<FetchTopic> {
     if let Some(t) = topics.last_mut() {
         t.partitions.shrink_to_fit();
     }
-    topics
+    (topics, left_out)
 }
 
 /// Whether two names of a session's topics are the same. A session by id has no names, and
@@ -595,58 +749,90 @@ fn same_name(a: &str, b: &str) -> bool {
 
 /// Keeps the partitions of an incremental answer the client must see, walking the session's
 /// partitions beside the answer instead of looking each one up: the answer names them in the
-/// order `topics_of` gave the request (the session's order, rotated after `start_after`). The
-/// B-tree lookup per partition was 14 % of the shard's samples in fetches of 1,000 partitions
-/// that found nothing new (`bench/ab/fetch-cost`, `bench/results/2026-12-06-session-names-ab.md`).
-/// Returns the new `start_after` (the last partition answered with records, if any); `None`,
-/// with nothing changed, when the answer does not follow the session's order.
+/// order `topics_of` gave the request (the session's order, rotated after `start_after`), less
+/// the quiet ones it left out. The B-tree lookup per partition was 14 % of the shard's samples
+/// in fetches of 1,000 partitions that found nothing new (`bench/ab/fetch-cost`,
+/// `bench/results/2026-12-06-session-names-ab.md`). `marks` has one entry per answered
+/// partition. Returns the new `start_after` (the last partition answered with records, if
+/// any); `None`, with nothing changed, when the answer does not follow the session's order.
 fn respond_in_session_order(
     session: &mut FetchSession,
     response: &mut FetchResponse,
+    marks: &mut [Option<QuietMark>],
+    image_generation: u64,
 ) -> Option<Option<PartitionKey>> {
     use std::ops::Bound::{Excluded, Unbounded};
-    let answered: usize = response.responses.iter().map(|t| t.partitions.len()).sum();
-    if answered != session.partitions.len() {
-        return None;
-    }
-    // In key order the session is head (up to `start_after`) then tail; the answer is tail
-    // then head. Key `i` is answered at `position(i)`.
-    let tail_len = match &session.start_after {
-        Some(key) => session.partitions.range((Excluded(key), Unbounded)).count(),
-        None => answered,
-    };
-    let head_len = answered - tail_len;
-    let position = |i: usize| {
-        if i < head_len {
-            tail_len + i
-        } else {
-            i - head_len
-        }
-    };
-    let mut flat: Vec<(&FetchableTopicResponse, &PartitionData)> = Vec::with_capacity(answered);
+    let mut flat: Vec<(&FetchableTopicResponse, &PartitionData)> = Vec::with_capacity(marks.len());
     for topic in &response.responses {
         flat.extend(topic.partitions.iter().map(|p| (topic, p)));
     }
-    let in_order = session.partitions.keys().enumerate().all(|(i, key)| {
-        let (topic, data) = flat[position(i)];
-        key.partition == data.partition_index
-            && key.topic_id() == topic.topic_id
-            && same_name(&key.name, &topic.topic)
-    });
+    debug_assert_eq!(flat.len(), marks.len());
+    let answers = |key: &PartitionKey, at: usize| {
+        flat.get(at).is_some_and(|(topic, data)| {
+            key.partition == data.partition_index
+                && key.topic_id() == topic.topic_id
+                && same_name(&key.name, &topic.topic)
+        })
+    };
+    // In the request's order the session is tail (after `start_after`) then head.
+    let start_after = session.start_after.clone();
+    let in_order = {
+        let mut at = 0;
+        let mut follow = |key: &PartitionKey| {
+            if answers(key, at) {
+                at += 1;
+            }
+        };
+        match &start_after {
+            Some(k) => {
+                session
+                    .partitions
+                    .range((Excluded(k), Unbounded))
+                    .for_each(|(key, _)| follow(key));
+                session
+                    .partitions
+                    .range(..=k)
+                    .for_each(|(key, _)| follow(key));
+            }
+            None => session.partitions.keys().for_each(follow),
+        }
+        at == flat.len()
+    };
     if !in_order {
         return None;
     }
-    let mut keep = vec![false; answered];
-    let mut last_returned: Option<(usize, &PartitionKey)> = None;
-    for (i, (key, cached)) in session.partitions.iter_mut().enumerate() {
-        let at = position(i);
+    let mut keep = vec![false; flat.len()];
+    let mut last_returned: Option<PartitionKey> = None;
+    let mut at = 0;
+    let mut visit = |key: &PartitionKey, cached: &mut CachedPartition| {
+        if !answers(key, at) {
+            // Left out as quiet: nothing was read, nothing changes.
+            return;
+        }
         let data = flat[at].1;
-        keep[at] = cached.must_respond(data);
-        if data.has_records() && last_returned.is_none_or(|(last, _)| at > last) {
-            last_returned = Some((at, key));
+        keep[at] = cached.answered(data, marks[at].take(), image_generation);
+        if data.has_records() {
+            last_returned = Some(key.clone());
+        }
+        at += 1;
+    };
+    {
+        match &start_after {
+            Some(k) => {
+                for (key, cached) in session.partitions.range_mut((Excluded(k), Unbounded)) {
+                    visit(key, cached);
+                }
+                for (key, cached) in session.partitions.range_mut(..=k) {
+                    visit(key, cached);
+                }
+            }
+            None => {
+                for (key, cached) in session.partitions.iter_mut() {
+                    visit(key, cached);
+                }
+            }
         }
     }
-    let last_returned = last_returned.map(|(_, key)| key.clone());
     let mut next = 0;
     for topic in &mut response.responses {
         topic.partitions.retain(|_| {
@@ -662,8 +848,11 @@ fn respond_by_lookup(
     session: &mut FetchSession,
     uses_topic_ids: bool,
     response: &mut FetchResponse,
+    marks: &mut [Option<QuietMark>],
+    image_generation: u64,
 ) -> Option<PartitionKey> {
     let mut last_returned = None;
+    let mut at = 0;
     for topic in &mut response.responses {
         let (topic_id, name) = (topic.topic_id, std::mem::take(&mut topic.topic));
         topic.partitions.retain(|data| {
@@ -671,10 +860,12 @@ fn respond_by_lookup(
             if data.has_records() {
                 last_returned = Some(key.clone());
             }
+            let mark = marks.get_mut(at).and_then(Option::take);
+            at += 1;
             session
                 .partitions
                 .get_mut(&key)
-                .is_none_or(|cached| cached.must_respond(data))
+                .is_none_or(|cached| cached.answered(data, mark, image_generation))
         });
         topic.topic = name;
     }

@@ -145,6 +145,11 @@ async fn fetch_one(
             if let Some(data) = preferred_read_replica(&partition, &request)? {
                 return Ok(data);
             }
+            // A follower may become the preferred read replica without this partition's
+            // fetch stamp moving: such a read is never left out of a session's reads.
+            let mut data = partition.read_records(consumer_read(&request)).await?;
+            data.quiet = None;
+            return Ok(data);
         }
         return partition.read_records(consumer_read(&request)).await;
     };
@@ -179,6 +184,7 @@ async fn fetch_one(
         log_start_offset: result.log_start_offset,
         diverging_epoch: result.diverging_epoch,
         preferred_read_replica: None,
+        quiet: None,
     })
 }
 
@@ -203,6 +209,7 @@ fn preferred_read_replica(
         log_start_offset: partition.log_start_offset(),
         diverging_epoch: None,
         preferred_read_replica: Some(preferred),
+        quiet: None,
     }))
 }
 

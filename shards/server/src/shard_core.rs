@@ -4,7 +4,7 @@
 //! (context.rs) holds it together with those components, so nothing here names them and the
 //! module graph has no cycle.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 use std::sync::Arc;
 
@@ -31,6 +31,9 @@ pub struct ShardCore {
     /// This shard's replication throttle buckets (leader and follower side).
     pub throttles: ReplicationThrottles,
     image: RefCell<Arc<MetadataImage>>,
+    /// How many images this shard has applied: a fetch session's quiet partition holds only
+    /// within the image it was answered in.
+    image_generation: Cell<u64>,
 }
 
 impl ShardCore {
@@ -50,6 +53,7 @@ impl ShardCore {
             metadata_ready: LocalSignal::new(),
             throttles: ReplicationThrottles::default(),
             image: RefCell::new(Arc::new(MetadataImage::default())),
+            image_generation: Cell::new(0),
         }
     }
 
@@ -61,5 +65,11 @@ impl ShardCore {
     /// Replaces the image.
     pub fn set_image(&self, image: Arc<MetadataImage>) {
         *self.image.borrow_mut() = image;
+        self.image_generation.set(self.image_generation.get() + 1);
+    }
+
+    /// How many images this shard has applied.
+    pub fn image_generation(&self) -> u64 {
+        self.image_generation.get()
     }
 }

@@ -23,6 +23,7 @@ impl Log {
                 return false;
             }
             st.high_watermark = new;
+            self.fetch_stamp.bump();
             self.hw_waiters.borrow_mut().take_ready(new)
         };
         wakers.into_iter().for_each(|w| w.wake());
@@ -38,6 +39,7 @@ impl Log {
     /// After the log start offset moved up (retention, DeleteRecords): the high watermark
     /// follows it (Kafka's `updateLogStartOffset`) and the epoch cache drops what lies below.
     pub(super) fn log_start_moved(&self) {
+        self.fetch_stamp.bump();
         let log_start = self.log_start_offset();
         self.truncate_epochs_from_start(log_start);
         let wakers = {

@@ -45,6 +45,7 @@ use crate::checkpoint::{new_writer_id, read_checkpoint_bytes};
 use crate::clock::{Clock, SystemClock};
 use crate::config::LogConfig;
 use crate::error::LogError;
+use crate::fetch_stamp::FetchStamp;
 use crate::leader_epoch::{LeaderEpochCheckpointFile, LeaderEpochFileCache};
 use crate::loader::{write_clean_shutdown_marker, LoadStats, LogLoader};
 use crate::segment::LogSegment;
@@ -212,6 +213,9 @@ pub struct Log {
     /// The earliest delete horizon the last clean left on a batch: once passed, the log is
     /// cleaned again to remove its tombstones.
     next_delete_horizon_ms: Cell<Option<i64>>,
+    /// Moves with the high watermark, the log start offset and the status (and, through
+    /// [`Log::fetch_stamp`], the partition's role): what a caught-up consumer's answer depends on.
+    fetch_stamp: FetchStamp,
 }
 
 impl Log {
@@ -285,6 +289,7 @@ impl Log {
             load_stats: loaded.stats,
             first_dirty_offset: Cell::new(first_dirty_offset),
             next_delete_horizon_ms: Cell::new(None),
+            fetch_stamp: FetchStamp::default(),
         });
         log.checkpoint_log_start_offset().await?;
         log.checkpoint_recovery_point().await?;
@@ -382,6 +387,12 @@ impl Log {
         self.state.borrow_mut().tail_cache.set_limit(bytes);
     }
 
+    /// The log's fetch stamp (`fetch_stamp.rs`): the partition bumps it too, when its role or
+    /// leader epoch changes.
+    pub fn fetch_stamp(&self) -> &FetchStamp {
+        &self.fetch_stamp
+    }
+
     /// The error of a log that failed (a write or fsync error): it takes no appends any more,
     /// and a fetch on it must answer with that error instead of waiting on a log that will not
     /// move (a wait on a stopped log resolves at once: a long poll would spin on it).
@@ -417,7 +428,10 @@ impl Log {
         {
             let mut st = self.state.borrow_mut();
             match st.status {
-                Status::Open => st.status = Status::Closing,
+                Status::Open => {
+                    st.status = Status::Closing;
+                    self.fetch_stamp.bump();
+                }
                 Status::Closed => return Ok(()),
                 other => return Err(self.error_for(other)),
             }
@@ -484,6 +498,7 @@ impl Log {
 
     fn set_stopped(&self, status: Status) {
         self.state.borrow_mut().status = status;
+        self.fetch_stamp.bump();
         let mut wakers = self.waiters.borrow_mut().take_all();
         wakers.extend(self.hw_waiters.borrow_mut().take_all());
         wakers.append(&mut self.truncation_waiters.borrow_mut());

@@ -155,6 +155,7 @@ impl Log {
             st.high_watermark = offset;
             st.tail_cache.clear();
             st.truncations += 1;
+            self.fetch_stamp.bump();
             let mut wakers = self.waiters.borrow_mut().take_all();
             wakers.extend(self.hw_waiters.borrow_mut().take_ready(offset));
             (doomed, wakers)
@@ -328,6 +329,7 @@ impl Log {
             st.high_watermark = st.high_watermark.min(new_end).max(st.log_start_offset);
             st.tail_cache.truncate_to(offset);
             st.truncations += 1;
+            self.fetch_stamp.bump();
             // Waits that began before re-check: the offsets they expected may be gone.
             self.waiters.borrow_mut().take_all()
         };

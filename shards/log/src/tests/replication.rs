@@ -681,3 +681,75 @@ fn truncation_interrupted_by_a_crash_leaves_a_prefix() {
         let _ = std::fs::remove_dir_all(&copy);
     });
 }
+
+#[test]
+fn the_fetch_stamp_moves_with_everything_a_caught_up_read_depends_on() {
+    run(|| async {
+        let log = Log::open(test_dir("fetch-stamp"), small_config())
+            .await
+            .unwrap();
+        let mut model = Model::default();
+        for _ in 0..4 {
+            append_checked(&log, &mut model, &batches(&[2], 3000)).await;
+        }
+        let moves = |what: &str, mark: &crate::QuietMark| {
+            assert!(!mark.is_current(), "{what} moves the stamp");
+        };
+        // An append alone does not: the high watermark decides what a consumer reads.
+        let mark = log.fetch_stamp().mark();
+        append_checked(&log, &mut model, &batches(&[1], 10)).await;
+        assert!(mark.is_current(), "an append below no new high watermark");
+        log.update_high_watermark(6);
+        moves("the high watermark", &mark);
+        let mark = log.fetch_stamp().mark();
+        assert!(!log.update_high_watermark(6));
+        assert!(mark.is_current(), "a high watermark that does not move");
+        log.delete_records_before(3).await.unwrap();
+        moves("DeleteRecords", &mark);
+        let mark = log.fetch_stamp().mark();
+        log.truncate_to(7).await.unwrap();
+        moves("a truncation", &mark);
+        let mark = log.fetch_stamp().mark();
+        log.truncate_fully_and_start_at(20).await.unwrap();
+        moves("a full truncation", &mark);
+        let mark = log.fetch_stamp().mark();
+        log.close().await.unwrap();
+        moves("closing", &mark);
+    });
+}
+
+#[test]
+fn the_fetch_stamp_moves_when_retention_moves_the_log_start_and_when_the_log_fails_or_goes() {
+    run(|| async {
+        let config = LogConfig {
+            retention_bytes: 1,
+            ..small_config()
+        };
+        let log = Log::open(test_dir("fetch-stamp-retention"), config)
+            .await
+            .unwrap();
+        let mut model = Model::default();
+        for _ in 0..4 {
+            append_checked(&log, &mut model, &batches(&[2], 3000)).await;
+        }
+        log.update_high_watermark(log.log_end_offset());
+        let mark = log.fetch_stamp().mark();
+        assert!(log.run_retention(0, 10).await.unwrap() > 0);
+        assert!(!mark.is_current(), "retention moves the stamp");
+        let mark = log.fetch_stamp().mark();
+        log.delete().await.unwrap();
+        assert!(!mark.is_current(), "deleting moves the stamp");
+        // A failed log.
+        let dir = test_dir("fetch-stamp-failure");
+        let log = Log::open(dir.clone(), small_config()).await.unwrap();
+        let mut model = Model::default();
+        append_checked(&log, &mut model, &batches(&[1], 3000)).await;
+        let mark = log.fetch_stamp().mark();
+        // The next append rolls; creating its segment file fails: the directory is gone.
+        std::fs::remove_dir_all(&dir).unwrap();
+        let input = batches(&[2], 3000);
+        assert!(log.append(&input).await.is_err());
+        assert!(log.failure().is_some());
+        assert!(!mark.is_current(), "failing moves the stamp");
+    });
+}

@@ -8,7 +8,7 @@ use std::rc::Rc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
-use sluice_log::{AppendBatches, Log, LogAppendInfo, LogConfig, LogError, Records};
+use sluice_log::{AppendBatches, Log, LogAppendInfo, LogConfig, LogError, QuietMark, Records};
 use sluice_protocol::record_batch::{parse_header, read_records, RecordBatchHeader, RecordBatches};
 use tracing::{debug, info, warn};
 
@@ -79,6 +79,10 @@ pub struct FetchPartitionData {
     /// KIP-392: the replica the consumer should fetch from instead of this leader (nothing
     /// was read then).
     pub preferred_read_replica: Option<i32>,
+    /// A consumer's read that found nothing new (caught up to the high watermark, no error):
+    /// the log's fetch stamp as it was, so that a fetch session can leave the partition out of
+    /// its reads until the stamp moves (`sluice_log::FetchStamp`).
+    pub quiet: Option<QuietMark>,
 }
 
 impl FetchPartitionData {
@@ -90,6 +94,7 @@ impl FetchPartitionData {
             log_start_offset,
             diverging_epoch: None,
             preferred_read_replica: None,
+            quiet: None,
         }
     }
 }
@@ -442,19 +447,19 @@ impl Partition {
         read: ConsumerRead,
     ) -> Result<FetchPartitionData, ReplicaError> {
         let (high_watermark, log_start_offset) = self.consumer_read_bounds(&read)?;
-        let records = if read.fetch_offset >= high_watermark {
-            Records::default()
-        } else {
-            self.log
-                .read_for_send(
-                    read.fetch_offset,
-                    read.max_bytes,
-                    read.min_one_message,
-                    Some(high_watermark),
-                )
-                .await
-                .map_err(out_of_range_or_storage)?
-        };
+        if read.fetch_offset >= high_watermark {
+            return Ok(self.caught_up(high_watermark, log_start_offset));
+        }
+        let records = self
+            .log
+            .read_for_send(
+                read.fetch_offset,
+                read.max_bytes,
+                read.min_one_message,
+                Some(high_watermark),
+            )
+            .await
+            .map_err(out_of_range_or_storage)?;
         Ok(FetchPartitionData::consumed(
             records,
             high_watermark,
@@ -472,16 +477,15 @@ impl Partition {
             Ok(bounds) => bounds,
             Err(error) => return Some(Err(error)),
         };
-        let records = if read.fetch_offset >= high_watermark {
-            Ok(Records::default())
-        } else {
-            self.log.read_for_send_now(
-                read.fetch_offset,
-                read.max_bytes,
-                read.min_one_message,
-                Some(high_watermark),
-            )?
-        };
+        if read.fetch_offset >= high_watermark {
+            return Some(Ok(self.caught_up(high_watermark, log_start_offset)));
+        }
+        let records = self.log.read_for_send_now(
+            read.fetch_offset,
+            read.max_bytes,
+            read.min_one_message,
+            Some(high_watermark),
+        )?;
         Some(
             records
                 .map(|records| {
@@ -489,6 +493,16 @@ impl Partition {
                 })
                 .map_err(out_of_range_or_storage),
         )
+    }
+
+    /// A consumer's read at the high watermark: no records, and the log's fetch stamp as the
+    /// bounds were read. Only this shard changes what the stamp covers, and nothing awaits
+    /// between the bounds and the mark, so the mark is of the state the answer was made from.
+    fn caught_up(&self, high_watermark: i64, log_start_offset: i64) -> FetchPartitionData {
+        FetchPartitionData {
+            quiet: Some(self.log.fetch_stamp().mark()),
+            ..FetchPartitionData::consumed(Records::default(), high_watermark, log_start_offset)
+        }
     }
 
     /// What a consumer's read is checked against before any record is read: the log has not

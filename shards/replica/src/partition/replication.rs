@@ -587,6 +587,9 @@ impl Partition {
     /// Wakes delayed produces (and anyone else waiting on the role or ISR).
     fn role_changed(&self) {
         self.role_generation.set(self.role_generation.get() + 1);
+        // A consumer's answer depends on the role and leader epoch (NOT_LEADER_OR_FOLLOWER,
+        // FENCED_LEADER_EPOCH): a session's quiet mark of this partition is no longer current.
+        self.log.fetch_stamp().bump();
         let wakers: Vec<_> = self
             .role_wakers
             .borrow_mut()

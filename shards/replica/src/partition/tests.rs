@@ -432,3 +432,59 @@ fn consumer_read(
         fetch_only_leader,
     }
 }
+
+/// A leader-only consumer's read at `fetch_offset`, any epoch.
+fn leader_read(fetch_offset: i64) -> ConsumerRead {
+    consumer_read(fetch_offset, 1 << 20, -1, true)
+}
+
+#[test]
+fn a_caught_up_read_leaves_a_quiet_mark_that_a_role_change_or_new_data_ends() {
+    run(|| async {
+        let partition = open("quiet-mark", LEADER).await;
+        partition
+            .make_leader(&registration(LEADER, 1, &[LEADER]), config(1), alive())
+            .await
+            .expect("leader");
+        partition
+            .append_records_to_leader(&batch(3), 1)
+            .await
+            .expect("append");
+        // Behind the high watermark: records, no mark.
+        let behind = partition
+            .read_records_now(&leader_read(0))
+            .expect("from the tail cache")
+            .expect("read");
+        assert!(!behind.records.is_empty() && behind.quiet.is_none());
+        // At it: nothing, and a mark, now and through the read that may do file I/O.
+        let caught_up = partition
+            .read_records_now(&leader_read(3))
+            .expect("no I/O")
+            .expect("read");
+        assert!(caught_up.records.is_empty());
+        let mark = caught_up.quiet.expect("a quiet mark");
+        let again = partition.read_records(leader_read(3)).await.expect("read");
+        assert_eq!(again.quiet.as_ref(), Some(&mark));
+        assert!(mark.is_current());
+        // New data moves the high watermark (ISR of one), and so the stamp.
+        partition
+            .append_records_to_leader(&batch(1), 1)
+            .await
+            .expect("append");
+        assert!(!mark.is_current(), "new data");
+        let mark = partition
+            .read_records(leader_read(4))
+            .await
+            .expect("read")
+            .quiet
+            .expect("a quiet mark");
+        // A new leader elsewhere: this replica follows, and the mark is no longer current.
+        assert!(partition.make_follower(FOLLOWER, 2));
+        assert!(!mark.is_current(), "a role change");
+        // An error answer carries no mark.
+        assert!(matches!(
+            partition.read_records(leader_read(4)).await,
+            Err(ReplicaError::NotLeaderOrFollower)
+        ));
+    });
+}

@@ -1,4 +1,5 @@
 use bytes::Bytes;
+use sluice_log::FetchStamp;
 use sluice_protocol::messages::fetch::{FetchableTopicResponse, ForgottenTopic, PartitionData};
 
 use super::*;
@@ -159,7 +160,14 @@ fn a_full_fetch_opens_a_session_and_increments_name_only_changes() {
     // Epoch 1 names partition 1 at a new offset: all three are read (0 and 2 from the
     // session); the high watermark moved, so all three are answered.
     let (context, read, resp) = incremental(&mut cache, request(id, 1, &[(1, 4)]), 11, &[1]);
-    assert_eq!(context, FetchContext::Incremental { id, epoch: 2 });
+    assert_eq!(
+        context,
+        FetchContext::Incremental {
+            id,
+            epoch: 2,
+            left_out: 0
+        }
+    );
     assert_eq!(read, vec![(0, 0), (1, 4), (2, 0)]);
     assert_eq!(answered(&resp), vec![0, 1, 2]);
     assert_eq!(resp.session_id, id);
@@ -237,7 +245,14 @@ fn session_errors_have_kafkas_codes() {
     );
     // The errors left the session as it was: epoch 1 still continues it.
     let (context, _, _) = incremental(&mut cache, request(id, 1, &[]), 0, &[]);
-    assert_eq!(context, FetchContext::Incremental { id, epoch: 2 });
+    assert_eq!(
+        context,
+        FetchContext::Incremental {
+            id,
+            epoch: 2,
+            left_out: 0
+        }
+    );
 }
 
 #[test]
@@ -304,7 +319,14 @@ fn sessions_by_name_before_v13() {
     req.topics[0].topic = "t".to_string();
     req.topics[0].topic_id = Uuid::ZERO;
     let context = cache.new_context(12, &mut req, 1);
-    assert_eq!(context, FetchContext::Incremental { id, epoch: 2 });
+    assert_eq!(
+        context,
+        FetchContext::Incremental {
+            id,
+            epoch: 2,
+            left_out: 0
+        }
+    );
     assert_eq!(req.topics.len(), 1);
     assert_eq!(req.topics[0].topic, "t");
     assert_eq!(asked(&req), vec![(0, 0), (1, 1)]);
@@ -415,7 +437,11 @@ fn reads_start_after_the_last_partition_that_returned_records() {
     assert_eq!(req.topics.len(), 1);
     let mut resp = answer(&req, 10, &[0]);
     cache.complete(
-        FetchContext::Incremental { id, epoch: 3 },
+        FetchContext::Incremental {
+            id,
+            epoch: 3,
+            left_out: 0,
+        },
         V,
         &req,
         false,
@@ -469,7 +495,8 @@ fn answered_by_topic(response: &FetchResponse) -> Vec<(Uuid, i32)> {
 #[test]
 fn walking_the_session_beside_the_answer_keeps_what_looking_up_keeps() {
     // Seeded: any failure replays. Rotations that split a topic's run in two (it is named
-    // twice), answers with records, a moved high watermark or log start, or an error.
+    // twice), quiet partitions left out, answers with records, a moved high watermark or log
+    // start, or an error, reads that left a quiet mark.
     let mut rng: u64 = 0x9e37_79b9_7f4a_7c15;
     let mut next = move |n: u64| {
         rng ^= rng << 13;
@@ -481,9 +508,19 @@ fn walking_the_session_beside_the_answer_keeps_what_looking_up_keeps() {
         let partitions = 1 + next(6) as i32;
         let keys = 2 * partitions as u64;
         let start_after = (next(4) != 0).then(|| next(keys) as usize);
-        let session = two_topic_session(partitions, start_after);
+        let mut session = two_topic_session(partitions, start_after);
+        // Some partitions are quiet and left out of the request and the answer.
+        let stamp = FetchStamp::default();
+        for cached in session.partitions.values_mut() {
+            if next(3) == 0 {
+                cached.quiet = Some(Quiet {
+                    mark: stamp.mark(),
+                    image_generation: 0,
+                });
+            }
+        }
         let request = FetchRequest {
-            topics: topics_of(&session),
+            topics: topics_of(&session, |c| c.quiet.as_ref().is_some_and(|q| q.holds(0))).0,
             ..FetchRequest::default()
         };
         let mut response = answer(&request, 10, &[]);
@@ -500,8 +537,19 @@ fn walking_the_session_beside_the_answer_keeps_what_looking_up_keeps() {
         }
         let (mut walked, mut looked_up) = (session.clone(), session);
         let (mut walked_response, mut looked_up_response) = (response.clone(), response);
-        let walked_last = respond_in_session_order(&mut walked, &mut walked_response);
-        let looked_up_last = respond_by_lookup(&mut looked_up, true, &mut looked_up_response);
+        let n = answered_by_topic(&walked_response).len();
+        let marks: Vec<Option<QuietMark>> = (0..n)
+            .map(|_| (next(2) == 0).then(|| stamp.mark()))
+            .collect();
+        let walked_last =
+            respond_in_session_order(&mut walked, &mut walked_response, &mut marks.clone(), 0);
+        let looked_up_last = respond_by_lookup(
+            &mut looked_up,
+            true,
+            &mut looked_up_response,
+            &mut { marks },
+            0,
+        );
         assert_eq!(
             walked_last,
             Some(looked_up_last),
@@ -523,16 +571,140 @@ fn walking_the_session_beside_the_answer_keeps_what_looking_up_keeps() {
 fn an_answer_out_of_the_sessions_order_is_looked_up() {
     let mut session = two_topic_session(2, Some(1));
     let request = FetchRequest {
-        topics: topics_of(&session),
+        topics: topics_of(&session, |_| false).0,
         ..FetchRequest::default()
     };
     let mut response = answer(&request, 11, &[]);
     response.responses.reverse();
     let before = session.partitions.clone();
-    assert_eq!(respond_in_session_order(&mut session, &mut response), None);
+    assert_eq!(
+        respond_in_session_order(
+            &mut session,
+            &mut response,
+            &mut [None, None, None, None],
+            0
+        ),
+        None
+    );
     assert_eq!(
         session.partitions, before,
         "nothing changed when the order does not match"
     );
     assert_eq!(answered_by_topic(&response).len(), 4, "nor the answer");
+}
+
+/// An incremental fetch by the handler's rules, at image generation `generation`: the
+/// partitions read, and the partitions answered. `mark` gives the read's quiet mark of a
+/// partition the answer has nothing new for (as a caught-up read leaves one).
+fn incremental_quiet(
+    cache: &mut FetchSessionCache,
+    mut req: FetchRequest,
+    generation: u64,
+    hw: i64,
+    with_data: &[i32],
+    mark: impl Fn(i32) -> Option<QuietMark>,
+) -> (FetchContext, Vec<(i32, i64)>, Vec<i32>) {
+    let context = cache.new_context_leaving_quiet(V, &mut req, 1, generation);
+    let read = asked(&req);
+    let mut resp = answer(&req, hw, with_data);
+    let marks = answered(&resp)
+        .into_iter()
+        .map(|p| mark(p).filter(|_| !with_data.contains(&p)))
+        .collect();
+    cache.complete_marking_quiet(context, V, &req, false, &mut resp, 1, marks, generation);
+    (context, read, answered(&resp))
+}
+
+#[test]
+fn quiet_partitions_are_left_out_until_their_stamp_or_the_image_moves() {
+    let mut cache = cache(10);
+    let id = open(&mut cache, &[(0, 10), (1, 10), (2, 10)], false, 0);
+    let stamps: Vec<FetchStamp> = (0..3).map(|_| FetchStamp::default()).collect();
+    let mark = |p: i32| Some(stamps[p as usize].mark());
+    // Nothing is quiet yet: every partition is read, and each caught-up one leaves its mark.
+    let (context, read, _) = incremental_quiet(&mut cache, request(id, 1, &[]), 1, 10, &[], mark);
+    assert_eq!(context.left_out(), 0);
+    assert_eq!(read, vec![(0, 10), (1, 10), (2, 10)]);
+    let (context, read, answered) =
+        incremental_quiet(&mut cache, request(id, 2, &[]), 1, 10, &[], mark);
+    assert_eq!(context.left_out(), 3, "all three are quiet");
+    assert!(read.is_empty() && answered.is_empty());
+    // The session still names every partition for a read of all of them.
+    let all: Vec<i32> = cache
+        .session_topics(id)
+        .expect("the session")
+        .iter()
+        .flat_map(|t| t.partitions.iter().map(|p| p.partition))
+        .collect();
+    assert_eq!(all.len(), 3);
+    // A change to partition 1 (its high watermark, role, status...) moves its stamp.
+    stamps[1].bump();
+    let (context, read, answered) =
+        incremental_quiet(&mut cache, request(id, 3, &[]), 1, 11, &[1], mark);
+    assert_eq!(context.left_out(), 2);
+    assert_eq!(read, vec![(1, 10)]);
+    assert_eq!(answered, vec![1], "its new records are answered");
+    // The client names partition 1 again at its new position: it is read, and caught up.
+    let (_, read, _) = incremental_quiet(&mut cache, request(id, 4, &[(1, 11)]), 1, 11, &[], mark);
+    assert_eq!(read, vec![(1, 11)]);
+    let (context, read, _) = incremental_quiet(&mut cache, request(id, 5, &[]), 1, 11, &[], mark);
+    assert_eq!((context.left_out(), read.len()), (3, 0));
+    // A new metadata image: every partition is read again.
+    let (context, read, _) = incremental_quiet(&mut cache, request(id, 6, &[]), 2, 11, &[], mark);
+    assert_eq!(context.left_out(), 0);
+    assert_eq!(read.len(), 3);
+}
+
+#[test]
+fn only_an_answer_of_nothing_new_at_the_high_watermark_makes_a_partition_quiet() {
+    let mut cache = cache(10);
+    // Partition 0's client is behind the high watermark (10): a read that found nothing there
+    // (the response's byte budget ran out) must not silence it.
+    let id = open(&mut cache, &[(0, 5), (1, 10), (2, 10)], false, 0);
+    let stamp = FetchStamp::default();
+    let mark = |_| Some(stamp.mark());
+    let mut req = request(id, 1, &[]);
+    let context = cache.new_context_leaving_quiet(V, &mut req, 1, 1);
+    let mut resp = answer(&req, 10, &[]);
+    // Partition 2 is answered with an error.
+    resp.responses[0].partitions[2].error_code = ErrorCode::NOT_LEADER_OR_FOLLOWER.0;
+    let marks = vec![mark(0), mark(1), mark(2)];
+    cache.complete_marking_quiet(context, V, &req, false, &mut resp, 1, marks, 1);
+    let (context, read, _) = incremental_quiet(&mut cache, request(id, 2, &[]), 1, 10, &[], mark);
+    assert_eq!(context.left_out(), 1, "only partition 1 is quiet");
+    assert_eq!(read, vec![(0, 5), (2, 10)]);
+}
+
+#[test]
+fn a_followers_session_and_every_64th_request_read_every_partition() {
+    let stamp = FetchStamp::default();
+    let mark = |_| Some(stamp.mark());
+    // A follower's session.
+    let mut cache = cache(10);
+    let id = open(&mut cache, &[(0, 10), (1, 10)], true, 0);
+    for epoch in 1..4 {
+        let mut req = request(id, epoch, &[]);
+        let context = cache.new_context_leaving_quiet(V, &mut req, 1, 1);
+        assert_eq!(asked(&req).len(), 2, "epoch {epoch}");
+        let mut resp = answer(&req, 10, &[]);
+        let marks = vec![mark(0), mark(1)];
+        cache.complete_marking_quiet(context, V, &req, true, &mut resp, 1, marks, 1);
+    }
+    // A consumer's session: quiet from its second request on, but for every 64th.
+    let id = open(&mut cache, &[(0, 10), (1, 10)], false, 0);
+    let mut read_all = Vec::new();
+    for epoch in 1..=130 {
+        let (context, read, _) =
+            incremental_quiet(&mut cache, request(id, epoch, &[]), 1, 10, &[], mark);
+        if read.len() == 2 {
+            read_all.push(epoch);
+        } else {
+            assert_eq!(context.left_out(), 2, "epoch {epoch}");
+        }
+    }
+    // The requests that move the session's epoch to a multiple of 64.
+    assert_eq!(
+        read_all,
+        vec![1, READ_ALL_EVERY_EPOCHS - 1, 2 * READ_ALL_EVERY_EPOCHS - 1]
+    );
 }

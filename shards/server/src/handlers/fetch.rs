@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use sluice_config::ReplicaSelectorClass;
-use sluice_log::Records;
+use sluice_log::{QuietMark, Records};
 use sluice_protocol::codec::Uuid;
 use sluice_protocol::error::ErrorCode;
 use sluice_protocol::messages::fetch::{
@@ -60,33 +60,69 @@ pub async fn handle(
     version: i16,
     mut request: FetchRequest,
 ) -> Result<FetchResponse, &'static str> {
-    // An incremental request comes back naming every partition of its session.
-    let context =
-        ctx.fetch_sessions
-            .borrow_mut()
-            .new_context(version, &mut request, fetch_session::now_ms());
+    // An incremental request comes back naming every partition of its session but the quiet
+    // ones (nothing new at the last answer, nothing changed since).
+    let image = ctx.image();
+    let image_generation = ctx.image_generation();
+    let context = ctx.fetch_sessions.borrow_mut().new_context_leaving_quiet(
+        version,
+        &mut request,
+        fetch_session::now_ms(),
+        image_generation,
+    );
     if let FetchContext::Error(code) = context {
         return Ok(fetch_session::error_response(code));
     }
-    let image = ctx.image();
-    let share = partition_share(&request);
     let replica = replica_of(version, &request);
     let selector = ctx.config.replica_selector_class;
-    let wanted = resolve(&image, version, &request, share, replica, selector);
-    let results = long_poll(ctx, &request, &wanted).await;
-    let mut response = build_response(&image, version, &request, &wanted, results);
+    let resolve_all = |request: &FetchRequest| {
+        let share = partition_share(request);
+        resolve(&image, version, request, share, replica, selector)
+    };
+    let mut wanted = resolve_all(&request);
+    let mut results = None;
+    if let FetchContext::Incremental { id, left_out, .. } = context {
+        if left_out > 0 {
+            // One read of the rest answers if it has enough, or if the request does not wait
+            // (the quiet partitions would add nothing to the answer); if not, the whole
+            // session is read and waited on, as without quiet partitions (an append to one of
+            // them must end the wait).
+            let first = read_all(ctx, &wanted).await;
+            let answer_now = request.max_wait_ms <= 0
+                || (!wanted.is_empty() && enough(&request, &wanted, &first));
+            let session_topics = if answer_now {
+                None
+            } else {
+                ctx.fetch_sessions.borrow().session_topics(id)
+            };
+            match session_topics {
+                Some(topics) => {
+                    request.topics = topics;
+                    wanted = resolve_all(&request);
+                }
+                None => results = Some(first),
+            }
+        }
+    }
+    let results = match results {
+        Some(results) => results,
+        None => long_poll(ctx, &request, &wanted).await,
+    };
+    let (mut response, marks) = build_response(&image, version, &request, &wanted, results);
     if let Some(metrics) = &ctx.metrics {
         // Before the session drops unchanged partitions (they carry no records).
         crate::metrics::count_fetch(metrics, &image, &request, &response);
     }
     let mut sessions = ctx.fetch_sessions.borrow_mut();
-    sessions.complete(
+    sessions.complete_marking_quiet(
         context,
         version,
         &request,
         replica.is_some(),
         &mut response,
         fetch_session::now_ms(),
+        marks,
+        image_generation,
     );
     if let Some(metrics) = &ctx.metrics {
         metrics.fetch_sessions(
@@ -219,28 +255,12 @@ async fn long_poll(
 ) -> Vec<Option<Result<FetchPartitionData, PartitionError>>> {
     let max_wait_ms = request.max_wait_ms.clamp(0, MAX_WAIT_MS_MAX);
     let deadline = Instant::now() + Duration::from_millis(max_wait_ms as u64);
-    let min_bytes = request.min_bytes.max(0) as usize;
     loop {
         let results = read_all(ctx, wanted).await;
-        let bytes: usize = results
-            .iter()
-            .flatten()
-            .flatten()
-            .map(|d| d.records.len())
-            .sum();
         // As Kafka's ReplicaManager: answer at once when there is nothing to wait for (no
-        // partitions, as in the fetch that closes a session when a consumer closes) or a
-        // partition is in error (unknown topic or partition included).
-        // A diverging epoch is answered at once too: the follower must truncate first.
-        // So is a preferred read replica (KIP-392): the consumer goes there next.
-        let any_error = results.iter().flatten().any(|r| {
-            r.as_ref().map_or(true, |d| {
-                d.diverging_epoch.is_some() || d.preferred_read_replica.is_some()
-            })
-        }) || wanted.iter().any(|w| w.route.is_err());
+        // partitions, as in the fetch that closes a session when a consumer closes).
         let done = wanted.is_empty()
-            || bytes >= min_bytes
-            || any_error
+            || enough(request, wanted, &results)
             || Instant::now() >= deadline
             || ctx.shutdown.is_triggered();
         if done {
@@ -265,6 +285,30 @@ async fn long_poll(
     }
 }
 
+/// Whether a read is answered without waiting: it has `min_bytes`, or a partition is in error
+/// (unknown topic or partition included). A diverging epoch is answered at once too: the
+/// follower must truncate first. So is a preferred read replica (KIP-392): the consumer goes
+/// there next.
+fn enough(
+    request: &FetchRequest,
+    wanted: &[Wanted],
+    results: &[Option<Result<FetchPartitionData, PartitionError>>],
+) -> bool {
+    let min_bytes = request.min_bytes.max(0) as usize;
+    let bytes: usize = results
+        .iter()
+        .flatten()
+        .flatten()
+        .map(|d| d.records.len())
+        .sum();
+    let any_error = results.iter().flatten().any(|r| {
+        r.as_ref().map_or(true, |d| {
+            d.diverging_epoch.is_some() || d.preferred_read_replica.is_some()
+        })
+    }) || wanted.iter().any(|w| w.route.is_err());
+    bytes >= min_bytes || any_error
+}
+
 async fn read_all(
     ctx: &ShardContext,
     wanted: &[Wanted],
@@ -280,13 +324,15 @@ async fn read_all(
         .collect()
 }
 
+/// The answer, and each answered partition's quiet mark (in the answer's order) for the
+/// session.
 fn build_response(
     image: &MetadataImage,
     version: i16,
     request: &FetchRequest,
     wanted: &[Wanted],
     results: Vec<Option<Result<FetchPartitionData, PartitionError>>>,
-) -> FetchResponse {
+) -> (FetchResponse, Vec<Option<QuietMark>>) {
     let mut responses: Vec<FetchableTopicResponse> = request
         .topics
         .iter()
@@ -310,12 +356,15 @@ fn build_response(
     let mut returned_any = false;
     let mut node_endpoints = Vec::new();
     let read_committed = request.isolation_level == READ_COMMITTED;
+    let mut marks = Vec::with_capacity(wanted.len());
     for (w, result) in wanted.iter().zip(results) {
+        let mut mark = None;
         let mut partition = match (&w.route, result) {
             (Err(code), _) => error_partition(w.partition, *code),
             (Ok(_), None) => error_partition(w.partition, ErrorCode::UNKNOWN_SERVER_ERROR),
             (Ok(_), Some(Err(error))) => error_partition(w.partition, error.error_code()),
             (Ok(_), Some(Ok(data))) => {
+                mark = data.quiet;
                 let mut records = data.records;
                 if returned_any && records.len() > budget {
                     records = Records::default();
@@ -362,14 +411,16 @@ fn build_response(
             leadership::add_endpoint(&mut node_endpoints, endpoint);
         }
         responses[w.topic_index].partitions.push(partition);
+        marks.push(mark);
     }
-    FetchResponse {
+    let response = FetchResponse {
         throttle_time_ms: 0,
         error_code: ErrorCode::NONE.0,
         session_id: 0,
         responses,
         node_endpoints,
-    }
+    };
+    (response, marks)
 }
 
 fn error_partition(partition: i32, code: ErrorCode) -> PartitionData {
@@ -544,7 +595,7 @@ mod tests {
         let req = request(version, partitions);
         let wanted = resolve(&image, version, &req, 1 << 20, None, None);
         let results = wanted.iter().map(|_| None).collect();
-        build_response(&image, version, &req, &wanted, results)
+        build_response(&image, version, &req, &wanted, results).0
     }
 
     #[test]

@@ -123,7 +123,7 @@ fn encode_topics(out: &mut Exposition, stats: &[Option<ShardStats>]) {
         ),
         (
             "kafka_server_brokertopicmetrics_totalfetchrequests_total",
-            "Partitions of the topic answered in Fetch responses (kafka.server:type=BrokerTopicMetrics,name=TotalFetchRequestsPerSec, counted per partition).",
+            "Partitions of the topic read for Fetch requests; a fetch session's quiet partitions, left out of its reads, are not counted (kafka.server:type=BrokerTopicMetrics,name=TotalFetchRequestsPerSec, counted per partition).",
             |s| s.fetch,
         ),
     ];
