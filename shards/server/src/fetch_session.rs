@@ -259,7 +259,7 @@ pub enum FetchContext {
         /// The session's epoch after this request.
         epoch: i32,
         /// Quiet partitions of the session the request leaves out (see
-        /// [`FetchSessionCache::new_context_leaving_quiet`]).
+        /// [`FetchSessionCache::new_context`]).
         left_out: usize,
     },
 }
@@ -347,41 +347,23 @@ impl FetchSessionCache {
 
     /// Decides how `request` is served (Kafka's `FetchManager.newContext`). For an incremental
     /// request the session takes the request's added, changed and forgotten partitions, and
-    /// `request.topics` becomes every partition of the session, so that the fetch reads them
-    /// all.
+    /// `request.topics` becomes every partition of the session but the quiet ones, so that the
+    /// fetch reads them.
+    ///
+    /// A quiet partition: its last answer found nothing new, the client does not name it
+    /// again, and neither its fetch stamp nor the shard's metadata image (`image_generation`)
+    /// has moved since — read again, it would be answered the same and dropped from the answer
+    /// (the marks come to [`FetchSessionCache::complete`] with the answer). A follower's
+    /// session reads every partition (its fetch also counts towards the ISR), and so does every
+    /// [`READ_ALL_EVERY_EPOCHS`]th request. When the rest has less than the request's
+    /// `min_bytes`, the caller reads the whole session ([`FetchSessionCache::session_topics`])
+    /// and waits on all of it.
     pub fn new_context(
         &mut self,
         version: i16,
         request: &mut FetchRequest,
         now_ms: u64,
-    ) -> FetchContext {
-        self.new_context_with(version, request, now_ms, None)
-    }
-
-    /// [`FetchSessionCache::new_context`], but an incremental consumer's request leaves out
-    /// the session's quiet partitions: those whose last answer found nothing new, that the
-    /// client does not name again, and whose fetch stamp and the shard's metadata image
-    /// (`image_generation`) have not moved since — read again, each would be answered the same
-    /// and dropped from the answer. A follower's session reads every partition (its fetch
-    /// also counts towards the ISR), and so does every [`READ_ALL_EVERY_EPOCHS`]th request.
-    /// When the rest has less than the request's `min_bytes`, the caller reads the whole
-    /// session ([`FetchSessionCache::session_topics`]) and waits on all of it.
-    pub fn new_context_leaving_quiet(
-        &mut self,
-        version: i16,
-        request: &mut FetchRequest,
-        now_ms: u64,
         image_generation: u64,
-    ) -> FetchContext {
-        self.new_context_with(version, request, now_ms, Some(image_generation))
-    }
-
-    fn new_context_with(
-        &mut self,
-        version: i16,
-        request: &mut FetchRequest,
-        now_ms: u64,
-        image_generation: Option<u64>,
     ) -> FetchContext {
         let (session_id, epoch) = (request.session_id, request.session_epoch);
         if epoch == INITIAL_EPOCH || epoch == FINAL_EPOCH {
@@ -433,13 +415,12 @@ impl FetchSessionCache {
         }
         session.epoch = next_epoch(session.epoch);
         let epoch = session.epoch;
-        let image_generation =
-            image_generation.filter(|_| !session.privileged && epoch % READ_ALL_EVERY_EPOCHS != 0);
-        let (topics, left_out) = match image_generation {
-            Some(generation) => topics_of(session, |c| {
-                c.quiet.as_ref().is_some_and(|q| q.holds(generation))
-            }),
-            None => topics_of(session, |_| false),
+        let (topics, left_out) = if session.privileged || epoch % READ_ALL_EVERY_EPOCHS == 0 {
+            topics_of(session, |_| false)
+        } else {
+            topics_of(session, |c| {
+                c.quiet.as_ref().is_some_and(|q| q.holds(image_generation))
+            })
         };
         request.topics = topics;
         request.forgotten_topics_data.clear();
@@ -462,33 +443,12 @@ impl FetchSessionCache {
 
     /// Finishes `response` to `request` (as `new_context` left it) for `context`: sets its
     /// session id, creates the session of a full request if there is room, and for an
-    /// incremental request keeps only the partitions the client must see.
-    pub fn complete(
-        &mut self,
-        context: FetchContext,
-        version: i16,
-        request: &FetchRequest,
-        privileged: bool,
-        response: &mut FetchResponse,
-        now_ms: u64,
-    ) {
-        self.complete_marking_quiet(
-            context,
-            version,
-            request,
-            privileged,
-            response,
-            now_ms,
-            Vec::new(),
-            0,
-        );
-    }
-
-    /// [`FetchSessionCache::complete`], and each partition of an incremental answer whose read
-    /// found nothing new (its entry of `marks`, one per partition of the answer in its order,
-    /// is set) is quiet from now on, as of metadata image `image_generation`.
+    /// incremental request keeps only the partitions the client must see. Each partition of an
+    /// incremental answer whose read found nothing new (its entry of `marks`, one per partition
+    /// of the answer in its order, is set) is quiet from now on, as of metadata image
+    /// `image_generation`.
     #[allow(clippy::too_many_arguments)]
-    pub fn complete_marking_quiet(
+    pub fn complete(
         &mut self,
         context: FetchContext,
         version: i16,
@@ -816,20 +776,18 @@ fn respond_in_session_order(
         }
         at += 1;
     };
-    {
-        match &start_after {
-            Some(k) => {
-                for (key, cached) in session.partitions.range_mut((Excluded(k), Unbounded)) {
-                    visit(key, cached);
-                }
-                for (key, cached) in session.partitions.range_mut(..=k) {
-                    visit(key, cached);
-                }
+    match &start_after {
+        Some(k) => {
+            for (key, cached) in session.partitions.range_mut((Excluded(k), Unbounded)) {
+                visit(key, cached);
             }
-            None => {
-                for (key, cached) in session.partitions.iter_mut() {
-                    visit(key, cached);
-                }
+            for (key, cached) in session.partitions.range_mut(..=k) {
+                visit(key, cached);
+            }
+        }
+        None => {
+            for (key, cached) in session.partitions.iter_mut() {
+                visit(key, cached);
             }
         }
     }

@@ -86,6 +86,15 @@ fn asked(request: &FetchRequest) -> Vec<(i32, i64)> {
         .collect()
 }
 
+/// The context of an incremental request that moved session `id` to `epoch`, none left out.
+fn in_session(id: i32, epoch: i32) -> FetchContext {
+    FetchContext::Incremental {
+        id,
+        epoch,
+        left_out: 0,
+    }
+}
+
 fn cache(slots: i32) -> FetchSessionCache {
     FetchSessionCache::new(0, 1, slots, EVICTION_MS, 7)
 }
@@ -98,10 +107,19 @@ fn open(
     now_ms: u64,
 ) -> i32 {
     let mut req = request(0, INITIAL_EPOCH, partitions);
-    let context = cache.new_context(V, &mut req, now_ms);
+    let context = cache.new_context(V, &mut req, now_ms, 0);
     assert_eq!(context, FetchContext::Full);
     let mut resp = answer(&req, 10, &[]);
-    cache.complete(context, V, &req, privileged, &mut resp, now_ms);
+    cache.complete(
+        context,
+        V,
+        &req,
+        privileged,
+        &mut resp,
+        now_ms,
+        Vec::new(),
+        0,
+    );
     assert_eq!(
         answered(&resp).len(),
         partitions.len(),
@@ -127,13 +145,13 @@ fn incremental_at(
     with_data: &[i32],
     now_ms: u64,
 ) -> (FetchContext, Vec<(i32, i64)>, FetchResponse) {
-    let context = cache.new_context(V, &mut req, now_ms);
+    let context = cache.new_context(V, &mut req, now_ms, 0);
     let read = asked(&req);
     let mut resp = match context {
         FetchContext::Error(code) => error_response(code),
         _ => answer(&req, hw, with_data),
     };
-    cache.complete(context, V, &req, false, &mut resp, now_ms);
+    cache.complete(context, V, &req, false, &mut resp, now_ms, Vec::new(), 0);
     (context, read, resp)
 }
 
@@ -141,10 +159,10 @@ fn incremental_at(
 fn epoch_minus_one_without_a_session_is_sessionless() {
     let mut cache = cache(10);
     let mut req = request(0, FINAL_EPOCH, &[(0, 0)]);
-    let context = cache.new_context(V, &mut req, 0);
+    let context = cache.new_context(V, &mut req, 0, 0);
     assert_eq!(context, FetchContext::Sessionless);
     let mut resp = answer(&req, 5, &[]);
-    cache.complete(context, V, &req, false, &mut resp, 0);
+    cache.complete(context, V, &req, false, &mut resp, 0, Vec::new(), 0);
     assert_eq!(resp.session_id, 0);
     assert_eq!(answered(&resp), vec![0]);
     assert!(cache.is_empty());
@@ -160,14 +178,7 @@ fn a_full_fetch_opens_a_session_and_increments_name_only_changes() {
     // Epoch 1 names partition 1 at a new offset: all three are read (0 and 2 from the
     // session); the high watermark moved, so all three are answered.
     let (context, read, resp) = incremental(&mut cache, request(id, 1, &[(1, 4)]), 11, &[1]);
-    assert_eq!(
-        context,
-        FetchContext::Incremental {
-            id,
-            epoch: 2,
-            left_out: 0
-        }
-    );
+    assert_eq!(context, in_session(id, 2));
     assert_eq!(read, vec![(0, 0), (1, 4), (2, 0)]);
     assert_eq!(answered(&resp), vec![0, 1, 2]);
     assert_eq!(resp.session_id, id);
@@ -202,11 +213,11 @@ fn an_error_is_answered_and_its_end_answered_again() {
     let mut cache = cache(10);
     let id = open(&mut cache, &[(0, 0), (1, 0)], false, 0);
     let mut req = request(id, 1, &[]);
-    let context = cache.new_context(V, &mut req, 1);
+    let context = cache.new_context(V, &mut req, 1, 0);
     let mut resp = answer(&req, 10, &[]);
     resp.responses[0].partitions[1].error_code = ErrorCode::NOT_LEADER_OR_FOLLOWER.0;
     resp.responses[0].partitions[1].high_watermark = -1;
-    cache.complete(context, V, &req, false, &mut resp, 1);
+    cache.complete(context, V, &req, false, &mut resp, 1, Vec::new(), 0);
     assert_eq!(answered(&resp), vec![1]);
     // The error is gone, the high watermark is the one answered before it: answered anyway.
     let (_, _, resp) = incremental(&mut cache, request(id, 2, &[]), 10, &[]);
@@ -240,19 +251,12 @@ fn session_errors_have_kafkas_codes() {
     // A session opened with topic ids (v13+) continued by name (v12).
     let mut req = request(id, 1, &[]);
     assert_eq!(
-        cache.new_context(12, &mut req, 1),
+        cache.new_context(12, &mut req, 1, 0),
         FetchContext::Error(ErrorCode::FETCH_SESSION_TOPIC_ID_ERROR)
     );
     // The errors left the session as it was: epoch 1 still continues it.
     let (context, _, _) = incremental(&mut cache, request(id, 1, &[]), 0, &[]);
-    assert_eq!(
-        context,
-        FetchContext::Incremental {
-            id,
-            epoch: 2,
-            left_out: 0
-        }
-    );
+    assert_eq!(context, in_session(id, 2));
 }
 
 #[test]
@@ -260,12 +264,12 @@ fn a_request_that_waited_behind_another_of_its_session_is_refused() {
     let mut cache = cache(10);
     let id = open(&mut cache, &[(0, 0)], false, 0);
     let mut first = request(id, 1, &[]);
-    let first_context = cache.new_context(V, &mut first, 1);
+    let first_context = cache.new_context(V, &mut first, 1, 0);
     // A second request with the next epoch runs to the end while the first waits.
     let (_, _, resp) = incremental(&mut cache, request(id, 2, &[]), 10, &[0]);
     assert_eq!(answered(&resp), vec![0]);
     let mut resp = answer(&first, 10, &[0]);
-    cache.complete(first_context, V, &first, false, &mut resp, 1);
+    cache.complete(first_context, V, &first, false, &mut resp, 1, Vec::new(), 0);
     assert_eq!(resp.error_code, ErrorCode::INVALID_FETCH_SESSION_EPOCH.0);
     assert!(resp.responses.is_empty());
 }
@@ -276,16 +280,19 @@ fn final_epoch_closes_and_a_full_fetch_replaces() {
     let id = open(&mut cache, &[(0, 0)], false, 0);
     // Epoch 0 with the session's id: closed, a new one opened.
     let mut req = request(id, INITIAL_EPOCH, &[(0, 3)]);
-    let context = cache.new_context(V, &mut req, 1);
+    let context = cache.new_context(V, &mut req, 1, 0);
     assert_eq!(context, FetchContext::Full);
     let mut resp = answer(&req, 3, &[]);
-    cache.complete(context, V, &req, false, &mut resp, 1);
+    cache.complete(context, V, &req, false, &mut resp, 1, Vec::new(), 0);
     let replacement = resp.session_id;
     assert_ne!(replacement, id);
     assert_eq!(cache.ids(), vec![replacement]);
     // Epoch -1: closed, served without a session.
     let mut req = request(replacement, FINAL_EPOCH, &[]);
-    assert_eq!(cache.new_context(V, &mut req, 2), FetchContext::Sessionless);
+    assert_eq!(
+        cache.new_context(V, &mut req, 2, 0),
+        FetchContext::Sessionless
+    );
     assert!(cache.is_empty());
     assert_eq!(cache.partitions_cached(), 0);
 }
@@ -300,7 +307,10 @@ fn forgetting_every_partition_closes_the_session() {
         topic_id: topic_id(1),
         partitions: vec![0],
     }];
-    assert_eq!(cache.new_context(V, &mut req, 1), FetchContext::Sessionless);
+    assert_eq!(
+        cache.new_context(V, &mut req, 1, 0),
+        FetchContext::Sessionless
+    );
     assert!(req.topics.is_empty());
     assert!(cache.is_empty());
 }
@@ -311,27 +321,20 @@ fn sessions_by_name_before_v13() {
     let mut req = request(0, INITIAL_EPOCH, &[(0, 0), (1, 0)]);
     req.topics[0].topic = "t".to_string();
     req.topics[0].topic_id = Uuid::ZERO;
-    let context = cache.new_context(12, &mut req, 0);
+    let context = cache.new_context(12, &mut req, 0, 0);
     let mut resp = answer(&req, 1, &[]);
-    cache.complete(context, 12, &req, false, &mut resp, 0);
+    cache.complete(context, 12, &req, false, &mut resp, 0, Vec::new(), 0);
     let id = resp.session_id;
     let mut req = request(id, 1, &[(1, 1)]);
     req.topics[0].topic = "t".to_string();
     req.topics[0].topic_id = Uuid::ZERO;
-    let context = cache.new_context(12, &mut req, 1);
-    assert_eq!(
-        context,
-        FetchContext::Incremental {
-            id,
-            epoch: 2,
-            left_out: 0
-        }
-    );
+    let context = cache.new_context(12, &mut req, 1, 0);
+    assert_eq!(context, in_session(id, 2));
     assert_eq!(req.topics.len(), 1);
     assert_eq!(req.topics[0].topic, "t");
     assert_eq!(asked(&req), vec![(0, 0), (1, 1)]);
     let mut resp = answer(&req, 1, &[1]);
-    cache.complete(context, 12, &req, false, &mut resp, 1);
+    cache.complete(context, 12, &req, false, &mut resp, 1, Vec::new(), 0);
     assert_eq!(answered(&resp), vec![1]);
     assert_eq!(resp.responses[0].topic, "t");
 }
@@ -383,9 +386,9 @@ fn an_old_session_is_evictable_by_a_larger_consumer_session() {
     // Used recently (not stale) but created more than the eviction time ago.
     let now = EVICTION_MS as u64 + 10;
     let mut req = request(first, 1, &[]);
-    let context = cache.new_context(V, &mut req, now);
+    let context = cache.new_context(V, &mut req, now, 0);
     let mut resp = answer(&req, 10, &[]);
-    cache.complete(context, V, &req, false, &mut resp, now);
+    cache.complete(context, V, &req, false, &mut resp, now, Vec::new(), 0);
     // Smaller, or as large (Kafka's key order breaks the tie by id, and a new key's is 0): not
     // worth it.
     assert_eq!(open(&mut cache, &[(0, 0)], false, now + 1), 0);
@@ -431,22 +434,20 @@ fn reads_start_after_the_last_partition_that_returned_records() {
     let (_, read, _) = incremental(&mut cache, request(id, 1, &[]), 10, &[1]);
     assert_eq!(read, vec![(0, 0), (1, 0), (2, 0)]);
     let mut req = request(id, 2, &[]);
-    cache.new_context(V, &mut req, 1);
+    cache.new_context(V, &mut req, 1, 0);
     assert_eq!(asked(&req), vec![(2, 0), (0, 0), (1, 0)]);
     // One topic: named once, its partitions in the rotated order.
     assert_eq!(req.topics.len(), 1);
     let mut resp = answer(&req, 10, &[0]);
     cache.complete(
-        FetchContext::Incremental {
-            id,
-            epoch: 3,
-            left_out: 0,
-        },
+        in_session(id, 3),
         V,
         &req,
         false,
         &mut resp,
         1,
+        Vec::new(),
+        0,
     );
     assert_eq!(answered(&resp), vec![0]);
     let (_, read, _) = incremental(&mut cache, request(id, 3, &[]), 10, &[]);
@@ -604,14 +605,14 @@ fn incremental_quiet(
     with_data: &[i32],
     mark: impl Fn(i32) -> Option<QuietMark>,
 ) -> (FetchContext, Vec<(i32, i64)>, Vec<i32>) {
-    let context = cache.new_context_leaving_quiet(V, &mut req, 1, generation);
+    let context = cache.new_context(V, &mut req, 1, generation);
     let read = asked(&req);
     let mut resp = answer(&req, hw, with_data);
     let marks = answered(&resp)
         .into_iter()
         .map(|p| mark(p).filter(|_| !with_data.contains(&p)))
         .collect();
-    cache.complete_marking_quiet(context, V, &req, false, &mut resp, 1, marks, generation);
+    cache.complete(context, V, &req, false, &mut resp, 1, marks, generation);
     (context, read, answered(&resp))
 }
 
@@ -664,12 +665,12 @@ fn only_an_answer_of_nothing_new_at_the_high_watermark_makes_a_partition_quiet()
     let stamp = FetchStamp::default();
     let mark = |_| Some(stamp.mark());
     let mut req = request(id, 1, &[]);
-    let context = cache.new_context_leaving_quiet(V, &mut req, 1, 1);
+    let context = cache.new_context(V, &mut req, 1, 1);
     let mut resp = answer(&req, 10, &[]);
     // Partition 2 is answered with an error.
     resp.responses[0].partitions[2].error_code = ErrorCode::NOT_LEADER_OR_FOLLOWER.0;
     let marks = vec![mark(0), mark(1), mark(2)];
-    cache.complete_marking_quiet(context, V, &req, false, &mut resp, 1, marks, 1);
+    cache.complete(context, V, &req, false, &mut resp, 1, marks, 1);
     let (context, read, _) = incremental_quiet(&mut cache, request(id, 2, &[]), 1, 10, &[], mark);
     assert_eq!(context.left_out(), 1, "only partition 1 is quiet");
     assert_eq!(read, vec![(0, 5), (2, 10)]);
@@ -684,11 +685,11 @@ fn a_followers_session_and_every_64th_request_read_every_partition() {
     let id = open(&mut cache, &[(0, 10), (1, 10)], true, 0);
     for epoch in 1..4 {
         let mut req = request(id, epoch, &[]);
-        let context = cache.new_context_leaving_quiet(V, &mut req, 1, 1);
+        let context = cache.new_context(V, &mut req, 1, 1);
         assert_eq!(asked(&req).len(), 2, "epoch {epoch}");
         let mut resp = answer(&req, 10, &[]);
         let marks = vec![mark(0), mark(1)];
-        cache.complete_marking_quiet(context, V, &req, true, &mut resp, 1, marks, 1);
+        cache.complete(context, V, &req, true, &mut resp, 1, marks, 1);
     }
     // A consumer's session: quiet from its second request on, but for every 64th.
     let id = open(&mut cache, &[(0, 10), (1, 10)], false, 0);

@@ -64,7 +64,7 @@ pub async fn handle(
     // ones (nothing new at the last answer, nothing changed since).
     let image = ctx.image();
     let image_generation = ctx.image_generation();
-    let context = ctx.fetch_sessions.borrow_mut().new_context_leaving_quiet(
+    let context = ctx.fetch_sessions.borrow_mut().new_context(
         version,
         &mut request,
         fetch_session::now_ms(),
@@ -114,7 +114,7 @@ pub async fn handle(
         crate::metrics::count_fetch(metrics, &image, &request, &response);
     }
     let mut sessions = ctx.fetch_sessions.borrow_mut();
-    sessions.complete_marking_quiet(
+    sessions.complete(
         context,
         version,
         &request,
