@@ -70,6 +70,9 @@ KILL_ROUNDS = 10
 ELECTION_LIMIT_MS = 1000
 SESSION_TIMEOUT_MS = int(setting("broker-1", "broker.session.timeout.ms", 9000))
 DISCONNECT_FENCE_MS = int(setting("controller-1", "sluice.broker.disconnect.fence.ms", 500))
+# How long a new active controller has been active before a broker is killed to test the
+# disconnect fence: two broker heartbeats (`broker.heartbeat.interval.ms`, 2 s) and a margin.
+ACTIVE_SETTLE_MS = 2 * int(setting("broker-1", "broker.heartbeat.interval.ms", 2000)) + 500
 
 
 def _eventually(fn, what, timeout=30.0, interval=0.1):
@@ -543,6 +546,14 @@ def test_killed_broker_is_fenced_and_returns(cluster, tmp_path):
     before = [f"{harness.make_key('f', i)}:{harness.make_value('f', i)}" for i in range(100)]
     _kcat_produce(cluster.broker_address(via), topic, before, ["-p", str(part)])
 
+    # The disconnect fence is the active controller's, for the connections it saw the victim's
+    # requests on. Right after a failover (earlier tests restart controllers) the victim may not
+    # have reached the new active controller yet, and then only the session timeout can fence
+    # it (seen in CI: killed 0.9 s after the activation, fenced when the fresh session ran out).
+    # Brokers heartbeat every 2 s: past two of them, the victim has been heard from.
+    active = cluster.active_controller()
+    _eventually(lambda: time.time() * 1000 - active.epoch_ms > ACTIVE_SETTLE_MS,
+                f"{active.process} active for {ACTIVE_SETTLE_MS} ms", ACTIVE_SETTLE_MS / 1000 + 5, 0.05)
     ctl_since = {c: cluster.log_size(c) for c in CONTROLLERS}
     victim_sockets = _socket_inodes(cluster.pid(victim))
     t_kill = cluster.kill9(victim)
