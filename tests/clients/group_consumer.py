@@ -10,7 +10,10 @@ file appears.
 from __future__ import annotations
 
 import argparse
+import faulthandler
+import logging
 import os
+import signal
 import sys
 import time
 
@@ -181,6 +184,17 @@ def main() -> int:
     ap.add_argument("--heartbeat-interval-ms", type=int, default=500)
     ap.add_argument("--assignor", default="range")
     a = ap.parse_args()
+    # A member that stops answering (groups.wait_until timing out) is asked for its threads'
+    # stacks with SIGUSR1: they go to stderr, the member's log, which the failure report tails.
+    faulthandler.register(signal.SIGUSR1, all_threads=True)
+    if a.client == "kafka-python":
+        # Its coordinator's INFO lines (joined, assignment received, heartbeat failures) say
+        # where a member stuck in a rebalance stopped: in an intermittent failure (CI, 2026-12-07)
+        # a leader never acted on the SyncGroup answer the broker logged as sent.
+        logging.basicConfig(level=logging.INFO, stream=sys.stderr,
+                            format="%(asctime)s %(threadName)s %(name)s %(levelname)s %(message)s")
+        logging.getLogger("kafka.net").setLevel(logging.WARNING)
+        logging.getLogger("kafka.conn").setLevel(logging.WARNING)
     log = EventLog(a.events)
     {"confluent": run_confluent, "kafka-python": run_kafka_python, "aiokafka": run_aiokafka}[a.client](a, log)
     print("stopped")

@@ -147,7 +147,22 @@ def wait_until(predicate, timeout: float, what: str, consumers=()):
                                      f"log:\n{harness.tail(c.log_path)}")
         time.sleep(0.1)
     state = {c.name: sorted(c.events().owned()) for c in consumers}
-    raise AssertionError(f"timed out after {timeout}s waiting for {what}; owned: {state}")
+    raise AssertionError(f"timed out after {timeout}s waiting for {what}; owned: {state}"
+                         f"{stacks_of(consumers)}")
+
+
+def stacks_of(consumers) -> str:
+    """Each live Python member's threads' stacks (group_consumer.py writes them to its log on
+    SIGUSR1) and its log's last lines: where a member that stopped answering is stuck."""
+    live = [c for c in consumers if c.proc is not None and c.proc.poll() is None
+            and "group_consumer.py" in " ".join(c.cmd)]
+    for c in live:
+        c.proc.send_signal(signal.SIGUSR1)
+    if not live:
+        return ""
+    time.sleep(1.0)
+    return "".join(f"\n--- {c.name} (pid {c.proc.pid}), last lines of its log:\n{harness.tail(c.log_path, 120)}"
+                   for c in live)
 
 
 def owned_by(consumers) -> dict:
