@@ -193,8 +193,7 @@ def main() -> int:
         # a leader never acted on the SyncGroup answer the broker logged as sent.
         logging.basicConfig(level=logging.INFO, stream=sys.stderr,
                             format="%(asctime)s %(threadName)s %(name)s %(levelname)s %(message)s")
-        logging.getLogger("kafka.net").setLevel(logging.WARNING)
-        logging.getLogger("kafka.conn").setLevel(logging.WARNING)
+        logging.getLogger("kafka.net").setLevel(logging.WARNING)  # per-connection chatter
     log = EventLog(a.events)
     {"confluent": run_confluent, "kafka-python": run_kafka_python, "aiokafka": run_aiokafka}[a.client](a, log)
     print("stopped")

@@ -156,10 +156,10 @@ def stacks_of(consumers) -> str:
     SIGUSR1) and its log's last lines: where a member that stopped answering is stuck."""
     live = [c for c in consumers if c.proc is not None and c.proc.poll() is None
             and "group_consumer.py" in " ".join(c.cmd)]
-    for c in live:
-        c.proc.send_signal(signal.SIGUSR1)
     if not live:
         return ""
+    for c in live:
+        c.proc.send_signal(signal.SIGUSR1)
     time.sleep(1.0)
     return "".join(f"\n--- {c.name} (pid {c.proc.pid}), last lines of its log:\n{harness.tail(c.log_path, 120)}"
                    for c in live)
