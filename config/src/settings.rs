@@ -687,7 +687,7 @@ pub static SETTINGS: &[Setting] = &[
     },
     Setting {
         name: "sluice.loopback.tcp.congestion.control",
-        doc: "TCP congestion control of accepted connections whose peer is this host (they run over the loopback interface): a loopback path has no bottleneck to probe or pace for, and BBR (a common host default) paces it with a timer per packet, which the sending broker pays for. Empty keeps the host's net.ipv4.tcp_congestion_control; \"reno\" (the default) is the one every process may set.",
+        doc: "TCP congestion control of accepted connections whose peer is this host (they run over the loopback interface), set on the listener so that they are born with it (a connection born with BBR keeps pacing after a switch): a loopback path has no bottleneck to probe or pace for, and BBR (a common host default) paces it with a timer per burst, which the sending broker pays for. Connections from other hosts are given the host's default back. Empty keeps the host's net.ipv4.tcp_congestion_control for all; \"reno\" (the default) is the one every process may set.",
         apply: |c, v| {
             c.sluice_loopback_tcp_congestion_control = congestion_control(string(v)?)?;
             Ok(())

@@ -159,27 +159,35 @@ async fn duplicate_socket(mut stream: TcpStream) -> Option<OwnedFd> {
     }
 }
 
-/// `sluice.loopback.tcp.congestion.control` on a connection from this host itself: the path
-/// has no bottleneck, and BBR's pacing timer per packet cost the broker more than half its CPU
-/// in a catch-up read over loopback (ARCHITECTURE.md, "Loopback connections use reno").
-fn set_loopback_congestion_control(
+/// The congestion control of a connection whose peer is another host: the listener gave every
+/// accepted socket `sluice.loopback.tcp.congestion.control` (`socket_io::bind_listener`: a
+/// loopback path has no bottleneck, and BBR's pacing timer cost the broker more than half its
+/// CPU in loopback reads, ARCHITECTURE.md "Loopback connections use reno, born with it"), so this one is
+/// given the host's default back.
+fn set_congestion_control_for_peer(
     ctx: &ShardContext,
     stream: &TcpStream,
     remote: Option<SocketAddr>,
     peer: &str,
 ) {
-    let name = &ctx.config.sluice_loopback_tcp_congestion_control;
-    if name.is_empty() {
+    let loopback = &ctx.config.sluice_loopback_tcp_congestion_control;
+    if loopback.is_empty() {
         return;
     }
     let (Ok(local), Some(remote)) = (stream.local_addr(), remote) else {
         return;
     };
-    if !socket_io::is_loopback_path(local.ip(), remote.ip()) {
+    if socket_io::is_loopback_path(local.ip(), remote.ip()) {
         return;
     }
-    if let Err(error) = socket_io::set_congestion_control(stream.as_raw_fd(), name) {
-        debug!(%peer, %error, congestion_control = %name, "cannot set the loopback connection's congestion control");
+    let Some(host) = socket_io::host_congestion_control() else {
+        return;
+    };
+    if host == loopback {
+        return;
+    }
+    if let Err(error) = socket_io::set_congestion_control(stream.as_raw_fd(), host) {
+        debug!(%peer, %error, congestion_control = %host, "cannot give the connection the host's congestion control");
     }
 }
 
@@ -197,7 +205,7 @@ async fn serve(ctx: Rc<ShardContext>, mut stream: TcpStream, origin: Origin) {
     if let Err(error) = socket_io::set_buffer_sizes(stream.as_raw_fd(), send_bytes, receive_bytes) {
         debug!(%peer, %error, "cannot set the socket's buffer sizes");
     }
-    set_loopback_congestion_control(&ctx, &stream, remote, &peer);
+    set_congestion_control_for_peer(&ctx, &stream, remote, &peer);
     if let Err(error) = socket_io::set_keepalive(&stream) {
         debug!(%peer, %error, "cannot set SO_KEEPALIVE");
     }

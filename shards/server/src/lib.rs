@@ -236,7 +236,8 @@ async fn serve_clients(
         .first()
         .ok_or_else(|| "no listener configured".to_string())?;
     let addr = listener_config.socket_addr()?;
-    let listener = TcpListener::bind(addr).map_err(|e| format!("cannot listen on {addr}: {e}"))?;
+    let listener = socket_io::bind_listener(addr, &config.sluice_loopback_tcp_congestion_control)
+        .map_err(|e| format!("cannot listen on {addr}: {e}"))?;
     let _ = events.send(ShardEvent::Listening(ctx.shard_id));
     accept_until_shutdown(ctx, &listener).await;
     drop(listener);

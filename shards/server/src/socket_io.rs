@@ -7,13 +7,15 @@
 //! one byte waits for readability, `write_all` of the current segment waits for writability.
 
 use std::io;
-use std::net::IpAddr;
-use std::os::fd::{AsRawFd, RawFd};
+use std::net::{IpAddr, SocketAddr};
+use std::os::fd::{AsRawFd, FromRawFd, IntoRawFd, RawFd};
+use std::sync::OnceLock;
 
 use bytes::BytesMut;
 use futures_lite::AsyncWriteExt;
-use glommio::net::TcpStream;
+use glommio::net::{TcpListener, TcpStream};
 use sluice_protocol::{FileRegion, Segment};
+use socket2::{Domain, Protocol, Socket, Type};
 
 /// Segments gathered per system call (well under IOV_MAX).
 const IOVECS_MAX: usize = 64;
@@ -92,11 +94,74 @@ pub fn is_loopback_path(local: IpAddr, peer: IpAddr) -> bool {
     peer.is_loopback() || peer == local.to_canonical()
 }
 
-/// `sluice.loopback.tcp.congestion.control` on one connection: `TCP_CONGESTION` = `name`.
-/// The caller checked [`is_loopback_path`] and that `name` is not empty (the host's default
-/// stays then). A name this host lacks, or may not set, fails here (ENOENT, EPERM).
+/// Binds a client listener as glommio's `TcpListener::bind` does (SO_REUSEPORT, so that every
+/// shard listens on the address; a backlog of 1,024), with `TCP_CONGESTION` = `congestion_control`
+/// set before `listen` unless it is empty. An accepted socket is born with its listener's
+/// congestion control, and only being born with it keeps the host's default out: BBR's start
+/// marks a socket as pacing itself (a timer and a softirq per burst) and a later switch to reno
+/// leaves the mark, so the switch after `accept` that Sluice made before paced on (the
+/// Java consumer's loopback reads: `bench/results/2026-12-07-born-reno-ab.md`). A connection
+/// from another host is given the host's default back ([`host_congestion_control`]). A name
+/// this host lacks, or may not set, leaves the listener with the host's default, logged once.
+pub fn bind_listener(addr: SocketAddr, congestion_control: &str) -> io::Result<TcpListener> {
+    let domain = if addr.is_ipv6() {
+        Domain::IPV6
+    } else {
+        Domain::IPV4
+    };
+    let socket = Socket::new(domain, Type::STREAM, Some(Protocol::TCP))?;
+    socket.set_reuse_port(true)?;
+    if !congestion_control.is_empty() {
+        if let Err(error) = set_congestion_control(socket.as_raw_fd(), congestion_control) {
+            tracing::warn!(%error, %congestion_control, "cannot set the listener's TCP congestion control; loopback connections keep the host's");
+        }
+    }
+    socket.bind(&addr.into())?;
+    socket.listen(1024)?;
+    // SAFETY: the descriptor is a bound, listening TCP socket that nothing else owns from here.
+    Ok(unsafe { TcpListener::from_raw_fd(socket.into_raw_fd()) })
+}
+
+/// `TCP_CONGESTION` = `name` on one socket. A name this host lacks, or may not set, fails here
+/// (ENOENT, EPERM).
 pub fn set_congestion_control(fd: RawFd, name: &str) -> io::Result<()> {
     set_option(fd, libc::IPPROTO_TCP, libc::TCP_CONGESTION, name.as_bytes())
+}
+
+/// The `TCP_CONGESTION` of one socket.
+pub fn congestion_control_of(fd: RawFd) -> io::Result<String> {
+    // TCP_CA_NAME_MAX is 16.
+    let mut name = [0u8; 16];
+    let mut len = name.len() as libc::socklen_t;
+    // SAFETY: getsockopt writes at most `len` bytes into a live local.
+    let rc = unsafe {
+        libc::getsockopt(
+            fd,
+            libc::IPPROTO_TCP,
+            libc::TCP_CONGESTION,
+            name.as_mut_ptr().cast(),
+            &mut len,
+        )
+    };
+    if rc != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let len = (len as usize).min(name.len());
+    let end = name[..len].iter().position(|&b| b == 0).unwrap_or(len);
+    Ok(String::from_utf8_lossy(&name[..end]).into_owned())
+}
+
+/// This host's default TCP congestion control (`net.ipv4.tcp_congestion_control` of the
+/// broker's network namespace), read once from a new socket; `None` if no socket can say.
+pub fn host_congestion_control() -> Option<&'static str> {
+    static HOST: OnceLock<Option<String>> = OnceLock::new();
+    HOST.get_or_init(|| {
+        [Domain::IPV4, Domain::IPV6].into_iter().find_map(|domain| {
+            let socket = Socket::new(domain, Type::STREAM, Some(Protocol::TCP)).ok()?;
+            congestion_control_of(socket.as_raw_fd()).ok()
+        })
+    })
+    .as_deref()
 }
 
 /// Turns on SO_KEEPALIVE (with the kernel's probe timings), as Kafka does for accepted
@@ -374,28 +439,43 @@ mod tests {
         let local = accepted.local_addr().unwrap();
         assert!(is_loopback_path(local.ip(), peer.ip()));
         let fd = accepted.as_raw_fd();
-        let get = || {
-            let mut name = [0u8; 16];
-            let mut len = name.len() as libc::socklen_t;
-            // SAFETY: getsockopt writes at most `len` bytes into a live local.
-            let rc = unsafe {
-                libc::getsockopt(
-                    fd,
-                    libc::IPPROTO_TCP,
-                    libc::TCP_CONGESTION,
-                    name.as_mut_ptr().cast(),
-                    &mut len,
-                )
-            };
-            assert_eq!(rc, 0);
-            let end = name.iter().position(|&b| b == 0).unwrap_or(name.len());
-            String::from_utf8(name[..end].to_vec()).unwrap()
-        };
+        let get = || congestion_control_of(fd).unwrap();
         // reno is built into every kernel and any process may set it.
         set_congestion_control(fd, "reno").unwrap();
         assert_eq!(get(), "reno");
         assert!(set_congestion_control(fd, "no_such_cc").is_err());
         assert_eq!(get(), "reno");
+    }
+
+    /// A socket accepted by `bind_listener`'s listener is born with the listener's congestion
+    /// control, nothing set after `accept`; with "" or a name this host lacks, with the host's.
+    #[test]
+    fn accepted_sockets_are_born_with_the_listeners_congestion_control() {
+        glommio::LocalExecutorBuilder::default()
+            .spawn(|| async {
+                let host = host_congestion_control()
+                    .expect("the host's default")
+                    .to_string();
+                for (name, expected) in [
+                    ("reno", "reno"),
+                    ("", host.as_str()),
+                    ("no_such_cc", host.as_str()),
+                ] {
+                    let addr: SocketAddr = "127.0.0.1:0".parse().unwrap();
+                    let listener = bind_listener(addr, name).unwrap();
+                    let addr = listener.local_addr().unwrap();
+                    // The handshake completes in the backlog; accept takes it from there.
+                    let _client = std::net::TcpStream::connect(addr).unwrap();
+                    let accepted = listener.accept().await.unwrap();
+                    assert_eq!(
+                        congestion_control_of(accepted.as_raw_fd()).unwrap(),
+                        expected
+                    );
+                }
+            })
+            .unwrap()
+            .join()
+            .unwrap();
     }
 
     /// A region larger than the socket buffers, sent to a slow reader: `sendfile` meets a full
