@@ -162,8 +162,8 @@ async fn duplicate_socket(mut stream: TcpStream) -> Option<OwnedFd> {
 /// The congestion control of a connection whose peer is another host: the listener gave every
 /// accepted socket `sluice.loopback.tcp.congestion.control` (`socket_io::bind_listener`: a
 /// loopback path has no bottleneck, and BBR's pacing timer cost the broker more than half its
-/// CPU in loopback reads, ARCHITECTURE.md "Loopback connections use reno, born with it"), so this one is
-/// given the host's default back.
+/// CPU in loopback reads; ARCHITECTURE.md, "Loopback connections use reno, born with it"), so
+/// this one is given the host's default back.
 fn set_congestion_control_for_peer(
     ctx: &ShardContext,
     stream: &TcpStream,
