@@ -102,7 +102,8 @@ pub fn is_loopback_path(local: IpAddr, peer: IpAddr) -> bool {
 /// leaves the mark, so the switch after `accept` that Sluice made before paced on (the
 /// Java consumer's loopback reads: `bench/results/2026-12-07-born-reno-ab.md`). A connection
 /// from another host is given the host's default back ([`host_congestion_control`]). A name
-/// this host lacks, or may not set, leaves the listener with the host's default, logged once.
+/// this host lacks, or may not set, leaves the listener with the host's default, logged once
+/// per listener (each shard binds its own).
 pub fn bind_listener(addr: SocketAddr, congestion_control: &str) -> io::Result<TcpListener> {
     let domain = if addr.is_ipv6() {
         Domain::IPV6
