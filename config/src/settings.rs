@@ -622,7 +622,7 @@ pub static SETTINGS: &[Setting] = &[
     },
     Setting {
         name: "sluice.shard.preallocate.bytes",
-        doc: "Disk blocks each shard allocates ahead of its partitions' appends, at most: a segment file's blocks are allocated a step or two ahead (fallocate keeping the file's size; a rolled segment's unused blocks are freed), the step being this budget over twice the files, at most 4 MiB; a file takes part while its step would be the whole 4 MiB, so at most budget / 8 MiB files do (32 at the default) and a shard with more busy files preallocates for those first. Appends and their writeback then allocate no blocks themselves. 0 turns it off.",
+        doc: "Disk blocks each shard allocates ahead of its partitions' appends, at most: a segment file's blocks are allocated a 4 MiB step or two ahead (fallocate keeping the file's size; a rolled segment's unused blocks are freed), for at most budget / 8 MiB files of the shard (32 at the default), the first busy ones. Appends and their writeback then allocate no blocks themselves. 0 turns it off.",
         apply: |c, v| {
             c.sluice_shard_preallocate_bytes = int_in(v, 0, 1 << 40)? as u64;
             Ok(())

@@ -198,11 +198,11 @@ impl FileMark {
 
     /// Before an append ending at `end` is written: keeps the file's blocks allocated a step
     /// or two ahead of it (`fallocate(FALLOC_FL_KEEP_SIZE)` on the file worker, never past
-    /// `limit`: the segment's size). The step is this shard's preallocation budget
-    /// ([`set_preallocate_bytes`]) over twice the files taking part, at most 4 MiB; a file
-    /// joins only while that leaves it a whole 4 MiB step, so the blocks allocated ahead of
-    /// the shard's appends stay within the budget and a shard with many busy files
-    /// preallocates for the first few only ([`PREALLOCATE_STEP_MIN_BYTES`]).
+    /// `limit`: the segment's size). The step is 4 MiB; a file joins only while this shard's
+    /// preallocation budget ([`set_preallocate_bytes`]) over twice the files taking part
+    /// leaves it a whole step, so the blocks allocated ahead of the shard's appends stay
+    /// within the budget and a shard with many busy files preallocates for the first few only
+    /// ([`PREALLOCATE_STEP_MIN_BYTES`]).
     ///
     /// Why (ARCHITECTURE.md, "Preallocated segment blocks"): a buffered append into blocks not
     /// yet allocated reserves them (ext4's delayed allocation: `ext4_da_get_block_prep`), and
