@@ -202,7 +202,7 @@ impl FileMark {
     /// preallocation budget ([`set_preallocate_bytes`]) over twice the files taking part
     /// leaves it a whole step, so the blocks allocated ahead of the shard's appends stay
     /// within the budget and a shard with many busy files preallocates for the first few only
-    /// ([`PREALLOCATE_STEP_MIN_BYTES`]).
+    /// ([`PREALLOCATE_STEP_BYTES`]).
     ///
     /// Why (ARCHITECTURE.md, "Preallocated segment blocks"): a buffered append into blocks not
     /// yet allocated reserves them (ext4's delayed allocation: `ext4_da_get_block_prep`), and
@@ -726,15 +726,14 @@ pub fn settle() {
     let _ = wait.recv();
 }
 
-/// The most a file is preallocated ahead in one step: 4 MiB steps gave the gains measured.
-const PREALLOCATE_STEP_MAX_BYTES: u64 = 4 << 20;
-/// The least: a file joins only while the budget leaves it a whole step, so at most
-/// `budget / 8 MiB` files take part (32 at the default 256 MiB). With many files at smaller
+/// A file is preallocated ahead in steps of this: 4 MiB steps gave the gains measured. A file
+/// joins only while the budget leaves it a whole step, so at most `budget / 8 MiB` files take
+/// part (32 at the default 256 MiB). With many files at smaller
 /// steps (256 KiB, or 1 MiB with an 8-times budget) 1,000 partitions were slower: the disk's
 /// writes averaged 550 KiB at 21 ms against 966 KiB at 31 ms without preallocation, the file
 /// worker ran ~1,300 `fallocate`s a second, and the appends waited at its gate
 /// (ARCHITECTURE.md, "Preallocated segment blocks").
-const PREALLOCATE_STEP_MIN_BYTES: u64 = PREALLOCATE_STEP_MAX_BYTES;
+const PREALLOCATE_STEP_BYTES: u64 = 4 << 20;
 
 thread_local! {
     /// This shard's budget of blocks allocated ahead of its appends; 0 turns preallocation off.
@@ -749,12 +748,11 @@ pub fn set_preallocate_bytes(budget_bytes: u64) {
 }
 
 /// The step of a file taking part (`joining`: one more file would), if the budget leaves it
-/// one of at least [`PREALLOCATE_STEP_MIN_BYTES`].
+/// a whole [`PREALLOCATE_STEP_BYTES`].
 fn preallocate_step_bytes(joining: bool) -> Option<u64> {
     let budget_bytes = PREALLOCATE_BYTES.with(Cell::get);
     let files = PREALLOCATING_FILES.with(Cell::get) + u64::from(joining);
-    let step_bytes = budget_bytes / (2 * files.max(1)) / PAGE_BYTES * PAGE_BYTES;
-    (step_bytes >= PREALLOCATE_STEP_MIN_BYTES).then(|| step_bytes.min(PREALLOCATE_STEP_MAX_BYTES))
+    (budget_bytes / (2 * files.max(1)) >= PREALLOCATE_STEP_BYTES).then_some(PREALLOCATE_STEP_BYTES)
 }
 
 /// One append's range in the window: the file and where the range ends.
@@ -1402,8 +1400,8 @@ mod tests {
             settle();
             let ahead = allocated_bytes(&file).saturating_sub(end);
             assert!(
-                ahead >= PREALLOCATE_STEP_MAX_BYTES - chunk.len() as u64
-                    && ahead <= 2 * PREALLOCATE_STEP_MAX_BYTES,
+                ahead >= PREALLOCATE_STEP_BYTES - chunk.len() as u64
+                    && ahead <= 2 * PREALLOCATE_STEP_BYTES,
                 "{ahead} bytes allocated ahead at {end}"
             );
         }
@@ -1430,15 +1428,15 @@ mod tests {
         }
         settle();
         let joined = PREALLOCATING_FILES.with(Cell::get);
-        assert_eq!(joined, budget_bytes / (2 * PREALLOCATE_STEP_MAX_BYTES));
+        assert_eq!(joined, budget_bytes / (2 * PREALLOCATE_STEP_BYTES));
         let ahead_bytes: u64 = marks.iter().map(|m| m.preallocated_to.get()).sum();
         assert!(
             marks
                 .iter()
-                .all(|m| [0, 2 * PREALLOCATE_STEP_MAX_BYTES].contains(&m.preallocated_to.get())),
+                .all(|m| [0, 2 * PREALLOCATE_STEP_BYTES].contains(&m.preallocated_to.get())),
             "a whole step's blocks or none"
         );
-        assert!(ahead_bytes <= budget_bytes + joined * PREALLOCATE_STEP_MAX_BYTES);
+        assert!(ahead_bytes <= budget_bytes + joined * PREALLOCATE_STEP_BYTES);
         drop(marks);
         assert_eq!(PREALLOCATING_FILES.with(Cell::get), 0, "dropped files left");
         set_preallocate_bytes(0);
@@ -1458,7 +1456,7 @@ mod tests {
         mark.preallocate(end, 1 << 30);
         file.write_all(&chunk).unwrap();
         settle();
-        let preallocated = end + PREALLOCATE_STEP_MAX_BYTES / 2;
+        let preallocated = end + PREALLOCATE_STEP_BYTES / 2;
         assert!(allocated_bytes(&file) >= preallocated, "preallocated ahead");
         let (release, held) = mpsc::sync_channel(0);
         submit(FileJob::Hold(held));
