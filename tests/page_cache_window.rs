@@ -114,9 +114,18 @@ fn read_all_back(broker: &Broker, next: i64) {
     assert_eq!(offset, next);
 }
 
+/// The value of `series` (name and labels) in a scrape.
+fn scraped(text: &str, series: &str) -> f64 {
+    text.lines()
+        .find_map(|l| l.strip_prefix(series)?.strip_prefix(' ')?.parse().ok())
+        .unwrap_or_else(|| panic!("{series} missing from the scrape"))
+}
+
 #[test]
 fn a_partition_written_past_the_window_leaves_only_the_window_cached() {
-    let overrides = window_overrides();
+    let metrics_port = support::free_port();
+    let mut overrides = window_overrides();
+    overrides.push(format!("sluice.metrics.listener=127.0.0.1:{metrics_port}"));
     let overrides: Vec<&str> = overrides.iter().map(String::as_str).collect();
     let broker = Broker::start("page-cache-window", &overrides);
     if on_tmpfs(&broker.dir) {
@@ -133,6 +142,22 @@ fn a_partition_written_past_the_window_leaves_only_the_window_cached() {
     assert!(
         cached <= bound,
         "{cached} of {size} bytes cached with a {WINDOW_BYTES}-byte window"
+    );
+    // An operator sees the same in the shard's metrics: the window holds at most its bound,
+    // and what was appended past it was written back and dropped.
+    let text = support::scrape(metrics_port);
+    let shard = |name: &str| scraped(&text, &format!("{name}{{shard=\"0\"}}"));
+    let held = shard("sluice_page_cache_window_held_bytes");
+    assert!(
+        held > 0.0 && held <= WINDOW_BYTES as f64,
+        "window holds {held}"
+    );
+    assert!(shard("sluice_page_cache_writeback_calls_total") > 0.0);
+    assert!(shard("sluice_page_cache_drop_calls_total") > 0.0);
+    let dropped = shard("sluice_page_cache_dropped_bytes_total");
+    assert!(
+        dropped >= (size - WINDOW_BYTES - (5 << 20)) as f64,
+        "{dropped} of {size} bytes dropped"
     );
     // Every record reads back, in order and intact, most of them from the disk.
     read_all_back(&broker, next);

@@ -15,6 +15,9 @@ pub struct ShardStats {
     /// Partitions of the whole cluster with no leader in this shard's metadata image (Kafka's
     /// OfflinePartitionsCount; every shard holds the same image).
     pub offline_partitions: u64,
+    /// What the shard's page-cache window and file worker did since start (counts kept on the
+    /// shard's thread, read at scrape time).
+    pub page_cache: sluice_log::page_cache::WindowStats,
 }
 
 /// One hosted partition.

@@ -468,6 +468,7 @@ pub async fn shard_stats(
         topics: metrics.map(|m| m.topic_traffic(&image)).unwrap_or_default(),
         group_offsets,
         offline_partitions,
+        page_cache: sluice_log::page_cache::stats(),
     };
     if let Some(metrics) = metrics {
         own += stretch.elapsed();

@@ -10,6 +10,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures_channel::oneshot;
+use sluice_log::page_cache::WindowStats;
 use sluice_protocol::api_key::ApiKey;
 use sluice_shard::{ShardId, ShardMessage, ShardSenders, ShardStats};
 
@@ -73,6 +74,7 @@ pub fn encode(registry: &Registry, stats: &[Option<ShardStats>]) -> String {
     encode_topics(&mut out, stats);
     encode_requests(&mut out, registry);
     encode_shards(&mut out, registry, stats);
+    encode_page_cache(&mut out, stats);
     encode_partitions(&mut out, stats);
     encode_groups(&mut out, stats);
     encode_process(&mut out, registry);
@@ -395,6 +397,89 @@ fn encode_shards(out: &mut Exposition, registry: &Registry, stats: &[Option<Shar
         "How long the previous scrape took.",
         registry.last_scrape_us.load(Ordering::Relaxed) as f64 / 1e6,
     );
+}
+
+/// Each shard's page-cache window and file worker (ARCHITECTURE.md, "A page-cache window per
+/// shard" and the rows after it): Sluice's own; Kafka leaves the page cache to the kernel. The
+/// gate's waits and the jobs run on the shard say the disk is behind the appends.
+fn encode_page_cache(out: &mut Exposition, stats: &[Option<ShardStats>]) {
+    let families: [KindedFamily<WindowStats, u64>; 11] = [
+        (
+            "sluice_page_cache_window_held_bytes",
+            Kind::Gauge,
+            "Appended bytes the shard's page-cache window holds (sluice.shard.page.cache.window.bytes bounds it).",
+            |w| w.held_bytes,
+        ),
+        (
+            "sluice_page_cache_writeback_calls_total",
+            Kind::Counter,
+            "Writebacks the window started early (sync_file_range), half a window behind the appends.",
+            |w| w.writeback_calls,
+        ),
+        (
+            "sluice_page_cache_drop_calls_total",
+            Kind::Counter,
+            "Ranges of written-back appends whose pages the window dropped (posix_fadvise DONTNEED).",
+            |w| w.drop_calls,
+        ),
+        (
+            "sluice_page_cache_dropped_bytes_total",
+            Kind::Counter,
+            "Bytes of appends whose pages the window dropped.",
+            |w| w.dropped_bytes,
+        ),
+        (
+            "sluice_page_cache_forgotten_ranges_total",
+            Kind::Counter,
+            "Window ranges forgotten because it held its most (their pages are left to the kernel).",
+            |w| w.forgotten_ranges,
+        ),
+        (
+            "sluice_page_cache_read_back_drop_calls_total",
+            Kind::Counter,
+            "Ranges read back from behind the window (a lagging consumer) whose pages were dropped again.",
+            |w| w.read_back_drop_calls,
+        ),
+        (
+            "sluice_page_cache_read_back_dropped_bytes_total",
+            Kind::Counter,
+            "Bytes read back from behind the window whose pages were dropped again.",
+            |w| w.read_back_dropped_bytes,
+        ),
+        (
+            "sluice_page_cache_preallocate_calls_total",
+            Kind::Counter,
+            "Segment blocks allocated ahead of appends (fallocate, sluice.shard.preallocate.bytes).",
+            |w| w.preallocate_calls,
+        ),
+        (
+            "sluice_page_cache_trim_calls_total",
+            Kind::Counter,
+            "Rolled segments whose unused preallocated blocks were freed.",
+            |w| w.trim_calls,
+        ),
+        (
+            "sluice_page_cache_inline_jobs_total",
+            Kind::Counter,
+            "Window and preallocation jobs the shard ran itself because its file worker's queue was full (the disk far behind).",
+            |w| w.inline_jobs,
+        ),
+        (
+            "sluice_page_cache_gate_waits_total",
+            Kind::Counter,
+            "Appends that waited for the shard's file worker before being written (the disk behind the appends).",
+            |w| w.gate_waits,
+        ),
+    ];
+    for (name, kind, help, value) in families {
+        out.family(name, kind, help);
+        for (shard, s) in stats.iter().enumerate() {
+            if let Some(s) = s {
+                let shard = shard.to_string();
+                out.sample(name, &[("shard", &shard)], value(&s.page_cache) as f64);
+            }
+        }
+    }
 }
 
 /// Per-partition log figures, and the broker's under-replicated and offline partitions.

@@ -229,12 +229,18 @@ fn a_scrape_sums_shards_and_joins_lag_across_them() {
                 },
             ],
             offline_partitions: 2,
+            page_cache: sluice_log::page_cache::WindowStats {
+                held_bytes: 4096,
+                gate_waits: 3,
+                ..Default::default()
+            },
         }),
         Some(ShardStats {
             partitions: vec![partition("t", 1, 50, true), partition("u", 0, 0, false)],
             topics: vec![traffic(32)],
             group_offsets: Vec::new(),
             offline_partitions: 0,
+            page_cache: Default::default(),
         }),
     ];
     let text = encode(&registry, &stats);
@@ -245,6 +251,14 @@ fn a_scrape_sums_shards_and_joins_lag_across_them() {
         ),
         42.0
     );
+    // The page-cache window per shard, as each shard counted it.
+    for (series, expected) in [
+        ("sluice_page_cache_window_held_bytes{shard=\"0\"}", 4096.0),
+        ("sluice_page_cache_gate_waits_total{shard=\"0\"}", 3.0),
+        ("sluice_page_cache_gate_waits_total{shard=\"1\"}", 0.0),
+    ] {
+        assert_eq!(value(&text, series), expected, "{series}");
+    }
     assert_eq!(
         value(
             &text,
