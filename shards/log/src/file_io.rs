@@ -46,6 +46,9 @@ pub mod copies {
         /// Brought into the page cache by `read_in` without being copied (a region's pages
         /// past the page-cache window).
         pub paged_in_bytes: u64,
+        /// Batch headers read one by one from the page cache to find a read's first batch or
+        /// a region's end (a `preadv2` of a header's 61 bytes each): a count, not bytes.
+        pub header_reads: u64,
     }
 
     impl Copies {
@@ -61,6 +64,7 @@ pub mod copies {
                 region_bytes: self.region_bytes - earlier.region_bytes,
                 tail_join_copy_bytes: self.tail_join_copy_bytes - earlier.tail_join_copy_bytes,
                 paged_in_bytes: self.paged_in_bytes - earlier.paged_in_bytes,
+                header_reads: self.header_reads - earlier.header_reads,
             }
         }
     }
@@ -113,6 +117,10 @@ pub mod copies {
 
     pub(crate) fn add_tail_join_copy(n: usize) {
         add(|c| c.tail_join_copy_bytes += n as u64);
+    }
+
+    pub(crate) fn add_header_read() {
+        add(|c| c.header_reads += 1);
     }
 
     pub(crate) fn add_append_copy(n: usize) {
@@ -411,6 +419,7 @@ pub(crate) fn read_cached(
         iov_base: buf.as_mut_ptr().cast(),
         iov_len: buf.len(),
     };
+    copies::add_header_read();
     loop {
         // SAFETY: `iov` describes `buf`, which the kernel writes at most `buf.len()` bytes of.
         let n = unsafe { libc::preadv2(file.as_raw_fd(), &iov, 1, offset, libc::RWF_NOWAIT) };

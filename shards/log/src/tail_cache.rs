@@ -1,6 +1,8 @@
 //! Bounded in-memory copy of the newest appends, so that consumers keeping
 //! up with the log are served without I/O. Each append's place in its segment file is kept
-//! beside it, so that a large read can be sent from the page cache instead (`Log::read_for_send`).
+//! beside it, so that a large read can be sent from the page cache instead (`Log::read_for_send`),
+//! and kept a while longer than its bytes, so that a read a little behind the cache finds its
+//! batches in the files without reading their headers ([`TailCache::recent_run`]).
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -8,13 +10,21 @@ use std::sync::Arc;
 use bytes::{Bytes, BytesMut};
 use sluice_protocol::FrameHold;
 
-use crate::batch::HeaderWalker;
+use crate::batch::{parse_header, HeaderWalker};
 use crate::log::Records;
 
 /// A read spanning appends is answered as one piece per append only while the pieces average
 /// at least this many bytes; smaller ones are joined by a copy. At 1,000 partitions (appends of
 /// ~1-4 KiB) sending every piece as it is showed no gain (`bench/results/2026-12-04-tail-pieces-ab.md`).
 const MIN_MEAN_PIECE_BYTES: usize = 8 * 1024;
+
+/// Places of recent appends kept per byte of the cache's bound (see [`RecentAppend`]), within
+/// [`RECENT_APPENDS_MIN`] and [`RECENT_APPENDS_MAX`] a partition: ~2.5 MiB a shard for the
+/// default 32 MiB of tail caches however they are shared (65,536 places of 40 bytes), 16 a
+/// partition from 4,096 partitions on.
+const BYTES_PER_RECENT_APPEND: usize = 512;
+const RECENT_APPENDS_MIN: usize = 16;
+const RECENT_APPENDS_MAX: usize = 256;
 
 /// Where an append's bytes were written: the segment (its base offset) and the position in
 /// its file.
@@ -36,6 +46,20 @@ struct Chunk {
     _frame_hold: Option<Arc<FrameHold>>,
 }
 
+/// Where a recent append of one batch was written, kept after the cache dropped its bytes:
+/// with 1,000 partitions a consumer's position is often a few appends behind a partition's
+/// share of the cache, and each such read had looked for its first batch and its end by
+/// reading batch headers from the page cache, a `preadv2` each (ARCHITECTURE.md, "Recent
+/// appends' places kept past the tail cache"). Appends of several batches (a follower's) are
+/// not kept: a read cannot start inside one without its headers.
+#[derive(Clone, Copy, Debug)]
+struct RecentAppend {
+    base_offset: i64,
+    next_offset: i64,
+    spot: FileSpot,
+    len: usize,
+}
+
 /// Run of the most recent appends, at most `limit` bytes.
 /// Invariant: chunks are in offset order without overlap and end at the log end
 /// offset. They are back to back except where a follower append skipped offsets
@@ -45,6 +69,10 @@ pub(crate) struct TailCache {
     chunks: VecDeque<Chunk>,
     bytes: usize,
     limit: usize,
+    /// The places of the newest one-batch appends, in offset order, at most `recent_max`;
+    /// they outlive the chunks and are dropped with them by `clear` and `truncate_to`.
+    recent: VecDeque<RecentAppend>,
+    recent_max: usize,
 }
 
 /// Where a read out of the cache ends: chunk index and byte within it.
@@ -75,6 +103,8 @@ impl TailCache {
             chunks: VecDeque::new(),
             bytes: 0,
             limit,
+            recent: VecDeque::new(),
+            recent_max: recent_appends_max(limit),
         }
     }
 
@@ -94,8 +124,10 @@ impl TailCache {
                 "tail cache chunks must follow on in offset order"
             );
         }
+        self.note_recent(base_offset, next_offset, &data, spot);
         if data.len() > self.limit {
-            self.clear();
+            self.chunks.clear();
+            self.bytes = 0;
             return;
         }
         while self.bytes + data.len() > self.limit {
@@ -114,7 +146,29 @@ impl TailCache {
         });
     }
 
-    /// Changes the bound, dropping the oldest chunks that no longer fit.
+    /// Keeps the place of a one-batch append, forgetting the oldest past `recent_max`.
+    fn note_recent(&mut self, base_offset: i64, next_offset: i64, data: &[u8], spot: FileSpot) {
+        if self.recent_max == 0 || !parse_header(data).is_ok_and(|h| h.size == data.len()) {
+            return;
+        }
+        if let Some(last) = self.recent.back() {
+            assert!(
+                last.next_offset <= base_offset,
+                "recent appends must follow on in offset order"
+            );
+        }
+        if self.recent.len() >= self.recent_max {
+            self.recent.pop_front();
+        }
+        self.recent.push_back(RecentAppend {
+            base_offset,
+            next_offset,
+            spot,
+            len: data.len(),
+        });
+    }
+
+    /// Changes the bound, dropping the oldest chunks (and places) that no longer fit.
     pub fn set_limit(&mut self, limit: usize) {
         self.limit = limit;
         while self.bytes > self.limit {
@@ -123,6 +177,12 @@ impl TailCache {
             };
             self.bytes -= old.data.len();
         }
+        self.recent_max = recent_appends_max(limit);
+        let excess = self.recent.len().saturating_sub(self.recent_max);
+        self.recent.drain(..excess);
+        if self.recent.capacity() > 2 * self.recent_max.max(RECENT_APPENDS_MIN) {
+            self.recent.shrink_to_fit();
+        }
     }
 
     /// The bound in bytes; 0 disables the cache.
@@ -130,14 +190,20 @@ impl TailCache {
         self.limit
     }
 
+    /// Forgets every append, bytes and places (the files under them changed).
     pub fn clear(&mut self) {
         self.chunks.clear();
         self.bytes = 0;
+        self.recent.clear();
     }
 
     /// The log was truncated to `offset` (whole batches: the one holding it went too): drops
     /// the chunks from it on and cuts a chunk that straddles it after its last batch below it.
     pub fn truncate_to(&mut self, offset: i64) {
+        // A kept place is of one batch: one reaching `offset` went whole.
+        while self.recent.back().is_some_and(|r| r.next_offset > offset) {
+            self.recent.pop_back();
+        }
         while let Some(last) = self.chunks.back_mut() {
             if last.next_offset <= offset {
                 return;
@@ -224,6 +290,39 @@ impl TailCache {
         })
     }
 
+    /// Where the batches from the one holding `start` lie in the segment files, from the places
+    /// of recent appends (which outlive their bytes): `(place, bytes)` of whole batches, back to
+    /// back in one segment, their last offsets below `limit_offset`, at most `max_bytes` (but one
+    /// batch anyway when `min_one`). `None` when no kept place holds `start` (an append of
+    /// several batches, or too old) or the first batch does not fit: the read goes to the files.
+    pub fn recent_run(
+        &self,
+        start: i64,
+        limit_offset: i64,
+        max_bytes: usize,
+        min_one: bool,
+    ) -> Option<(FileSpot, usize)> {
+        let first = self.recent.partition_point(|r| r.next_offset <= start);
+        let head = self.recent.get(first)?;
+        let fits = head.len <= max_bytes || min_one;
+        if head.base_offset > start || head.next_offset > limit_offset || !fits {
+            return None;
+        }
+        let mut len = head.len;
+        let mut next_offset = head.next_offset;
+        for r in self.recent.range(first + 1..) {
+            let follows = r.base_offset == next_offset
+                && r.spot.segment_base == head.spot.segment_base
+                && r.spot.position == head.spot.position + len as u64;
+            if !follows || r.next_offset > limit_offset || len + r.len > max_bytes {
+                break;
+            }
+            len += r.len;
+            next_offset = r.next_offset;
+        }
+        Some((head.spot, len))
+    }
+
     /// Byte position in chunk `i` of the batch holding `offset`.
     fn find_batch(&self, i: usize, offset: i64) -> Option<usize> {
         HeaderWalker::new(&self.chunks[i].data)
@@ -285,6 +384,14 @@ impl TailCache {
         crate::file_io::copies::add_tail_join_copy(len);
         Records::Memory(out.freeze())
     }
+}
+
+/// Recent appends' places kept for a cache bound of `limit` bytes (none when the cache is off).
+fn recent_appends_max(limit: usize) -> usize {
+    if limit == 0 {
+        return 0;
+    }
+    (limit / BYTES_PER_RECENT_APPEND).clamp(RECENT_APPENDS_MIN, RECENT_APPENDS_MAX)
 }
 
 #[cfg(test)]
@@ -418,5 +525,155 @@ mod tests {
             small,
             Records::Memory(Bytes::from([&e[..], &f[..]].concat()))
         );
+    }
+
+    #[test]
+    fn recent_appends_places_outlive_their_bytes() {
+        // A 1,000-byte cache keeps 16 places (the minimum): appends of 300 bytes leave the
+        // bytes of the last three, the places of the last sixteen.
+        let mut c = TailCache::new(1000);
+        let mut next = 0;
+        for _ in 0..20 {
+            let (n, d) = chunk(next, &[(2, 239)]);
+            append(&mut c, next, n, d);
+            next = n;
+        }
+        assert_eq!(c.recent.len(), RECENT_APPENDS_MIN);
+        // Offsets 0..8 were forgotten; 8 is the oldest kept (append 4, at byte 1,200).
+        assert!(c.recent_run(7, next, 1 << 20, false).is_none());
+        assert!(
+            joined(&c, 8, next, 1 << 20, false).is_none(),
+            "its bytes are gone"
+        );
+        let at = |first_append: u64| FileSpot {
+            segment_base: 0,
+            position: first_append * 300,
+        };
+        assert_eq!(
+            c.recent_run(8, next, 1 << 20, false),
+            Some((at(4), 16 * 300))
+        );
+        // From inside a batch (offset 9 is its second record): the whole batch, as a read does.
+        assert_eq!(
+            c.recent_run(9, next, 1 << 20, false),
+            Some((at(4), 16 * 300))
+        );
+        // Below the limit only, whole batches, within max_bytes.
+        assert_eq!(c.recent_run(8, 14, 1 << 20, false), Some((at(4), 3 * 300)));
+        assert!(
+            c.recent_run(8, 9, 1 << 20, false).is_none(),
+            "the first batch reaches the limit"
+        );
+        assert_eq!(c.recent_run(8, next, 1000, false), Some((at(4), 900)));
+        assert!(c.recent_run(8, next, 299, false).is_none());
+        assert_eq!(c.recent_run(8, next, 299, true), Some((at(4), 300)));
+        // Truncation drops the places of what it cut; a new append follows on.
+        c.truncate_to(31);
+        assert_eq!(
+            c.recent_run(8, 100, 1 << 20, false),
+            Some((at(4), 11 * 300))
+        );
+        assert!(c.recent_run(30, 100, 1 << 20, false).is_none());
+        let (n, d) = chunk(30, &[(1, 239)]);
+        append(&mut c, 30, n, d);
+        c.clear();
+        assert!(c.recent_run(8, 100, 1 << 20, false).is_none());
+    }
+
+    #[test]
+    fn a_run_of_recent_appends_stops_where_the_file_or_offsets_do_not_follow_on() {
+        let mut c = TailCache::new(1 << 20);
+        let (n1, a) = chunk(0, &[(1, 239)]);
+        c.push(
+            0,
+            n1,
+            a,
+            None,
+            FileSpot {
+                segment_base: 0,
+                position: 0,
+            },
+        );
+        let (n2, b) = chunk(n1, &[(1, 239)]);
+        c.push(
+            n1,
+            n2,
+            b,
+            None,
+            FileSpot {
+                segment_base: 0,
+                position: 300,
+            },
+        );
+        // A roll: the next append starts a new segment.
+        let (n3, d) = chunk(n2, &[(1, 239)]);
+        c.push(
+            n2,
+            n3,
+            d,
+            None,
+            FileSpot {
+                segment_base: n2,
+                position: 0,
+            },
+        );
+        // A follower's gap in offsets (a compacted leader's).
+        let (n4, e) = chunk(n3 + 5, &[(1, 239)]);
+        c.push(
+            n3 + 5,
+            n4,
+            e,
+            None,
+            FileSpot {
+                segment_base: n2,
+                position: 300,
+            },
+        );
+        let spot = |segment_base, position| FileSpot {
+            segment_base,
+            position,
+        };
+        assert_eq!(
+            c.recent_run(0, 100, 1 << 20, false),
+            Some((spot(0, 0), 600))
+        );
+        assert_eq!(
+            c.recent_run(n2, 100, 1 << 20, false),
+            Some((spot(n2, 0), 300))
+        );
+        assert_eq!(
+            c.recent_run(n3 + 5, 100, 1 << 20, false),
+            Some((spot(n2, 300), 300))
+        );
+        // An append of several batches keeps no place: a read from it goes to the files.
+        let (n5, f) = chunk(n4, &[(1, 239), (1, 239)]);
+        c.push(
+            n4,
+            n5,
+            f,
+            None,
+            FileSpot {
+                segment_base: n2,
+                position: 600,
+            },
+        );
+        assert!(c.recent_run(n4, 100, 1 << 20, false).is_none());
+        // A smaller bound keeps fewer places, the newest.
+        let (n6, g) = chunk(n5, &[(1, 239)]);
+        c.push(
+            n5,
+            n6,
+            g,
+            None,
+            FileSpot {
+                segment_base: n2,
+                position: 1200,
+            },
+        );
+        assert_eq!(c.recent.len(), 5);
+        c.set_limit(0);
+        assert!(c.recent.is_empty());
+        c.set_limit(1000);
+        assert_eq!(c.recent_max, RECENT_APPENDS_MIN);
     }
 }

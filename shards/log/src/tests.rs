@@ -910,6 +910,65 @@ fn large_tail_reads_are_regions_of_the_same_bytes_while_the_page_cache_holds_the
     });
 }
 
+/// A large read a little behind the tail cache's bytes (where a consumer of 1,000 partitions
+/// often is) is sent as a region found from the places of recent appends, without reading one
+/// batch header, and now (no future); one older than the places kept goes to the files and
+/// reads headers. Each answer holds exactly the bytes `read` answers.
+#[test]
+fn reads_behind_the_tail_cache_find_their_batches_from_recent_appends() {
+    use crate::file_io::copies;
+    run(|| async {
+        let config = LogConfig {
+            tail_cache_bytes: 16 * 1024,
+            ..LogConfig::default()
+        };
+        let log = Log::open(test_dir("recent-appends"), config).await.unwrap();
+        // ~3 KB appends of one batch of two records: the cache holds the bytes of the last
+        // five, the places of the last 32 (16 KiB / 512).
+        for _ in 0..100 {
+            log.append(&batches(&[2], 3000)).await.unwrap();
+        }
+        let end = log.log_end_offset();
+        assert_eq!(end, 200);
+        for (start, max_bytes, limit) in [
+            (end - 60, 1 << 20, None),
+            (end - 59, 1 << 20, None),
+            (end - 30, 100_000, None),
+            (end - 40, 1 << 20, Some(end - 20)),
+        ] {
+            let case = format!("start {start}, max {max_bytes}, limit {limit:?}");
+            let before = copies::snapshot();
+            let sent = log
+                .read_for_send_now(start, max_bytes, true, limit)
+                .unwrap_or_else(|| panic!("{case}: answered now"))
+                .unwrap();
+            let counted = copies::snapshot().since(&before);
+            let Records::File(region) = sent else {
+                panic!("{case}: a region");
+            };
+            assert_eq!(counted.header_reads, 0, "{case}");
+            let read = log.read(start, max_bytes, true, limit).await.unwrap();
+            assert!(
+                read.records.len() > 16 * 1024,
+                "{case}: behind the cache's bytes"
+            );
+            assert_eq!(region.read_to_bytes().unwrap(), read.records, "{case}");
+        }
+        // Older than the places kept: the files, reading headers.
+        let start = end - 70;
+        assert!(log.read_for_send_now(start, 1 << 20, true, None).is_none());
+        let before = copies::snapshot();
+        let sent = log.read_for_send(start, 1 << 20, true, None).await.unwrap();
+        assert!(copies::snapshot().since(&before).header_reads > 0);
+        let Records::File(region) = sent else {
+            panic!("a region from the files");
+        };
+        let read = log.read(start, 1 << 20, true, None).await.unwrap();
+        assert_eq!(region.read_to_bytes().unwrap(), read.records);
+        log.delete().await.unwrap();
+    });
+}
+
 /// `read_for_send` finds a large read's first batch by reading batch headers from the page
 /// cache (no scan chunk copied), and a read whose pages are not in the page cache is read in
 /// through io_uring and still sent as a region: nothing copied into user space but the scan

@@ -155,6 +155,9 @@ impl Log {
             .tail_cache
             .span(start_offset, limit, read.max_bytes, read.min_one)
         else {
+            if let Some(region) = recent_region(&st, start_offset, limit, read) {
+                return Ok(Ok(Records::File(region)));
+            }
             return Ok(Err(limit));
         };
         if read.region_ok && span.len() >= MIN_TAIL_REGION_BYTES {
@@ -443,6 +446,29 @@ fn tail_region(st: &LogState, span: &TailSpan) -> Option<FileRegion> {
     }
     let mark = segment.existing_page_cache_mark();
     Some(sent_region(fd, mark, spot.position, span.len()))
+}
+
+/// A read behind the tail cache's bytes as a region, found from the places of recent appends
+/// ([`TailCache::recent_run`](crate::tail_cache::TailCache::recent_run)) instead of by reading
+/// batch headers ([`locate_cached`], [`region_end`]): when the read would be a region anyway
+/// (larger than a speculative read, as in [`Log::read_segment`]), the place names its first
+/// batch, and the page cache holds every page. Anything else goes to the files as before.
+fn recent_region(st: &LogState, start: i64, limit: i64, read: ReadShape) -> Option<FileRegion> {
+    if !read.region_ok || read.max_bytes <= MAX_SPECULATIVE_READ_BYTES {
+        return None;
+    }
+    let (spot, len) = st
+        .tail_cache
+        .recent_run(start, limit, read.max_bytes, read.min_one)?;
+    let segment = st.segments.get(&spot.segment_base)?;
+    // Below the readable end, so written: inside the segment's readable part.
+    debug_assert!(spot.position + len as u64 <= readable_size(st, segment));
+    let fd = segment.send_fd_now()?;
+    if !fd_is_cached(fd.as_raw_fd(), spot.position, len) {
+        return None;
+    }
+    let mark = segment.existing_page_cache_mark();
+    Some(sent_region(fd, mark, spot.position, len))
 }
 
 /// `[position, position + len)` of a segment's send descriptor `fd` as a region to send:
