@@ -787,7 +787,8 @@ fn timed_out_append_waits_leave_nothing_behind() {
 
 /// `read_for_send_now` answers without I/O exactly what `read_for_send` would answer from the
 /// tail cache, a read at the limit, or an offset out of range; a read the tail cache does not
-/// reach back to is left to `read_for_send` (`None`).
+/// reach back to (neither its bytes nor its recent appends' places) is left to `read_for_send`
+/// (`None`).
 #[test]
 fn read_for_send_now_answers_only_what_needs_no_file_read() {
     run(|| async {
@@ -818,7 +819,8 @@ fn read_for_send_now_answers_only_what_needs_no_file_read() {
                 "offset {start}"
             );
         }
-        // Older than the tail cache holds: the files, later.
+        // Older than the tail cache holds, bytes or places (it keeps the places of the last 19
+        // appends, 10,000 / 512): the files, later.
         assert!(log.read_for_send_now(0, 1 << 20, true, None).is_none());
         // Past the end: the error the ordinary read gives.
         assert!(matches!(
