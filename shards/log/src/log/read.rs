@@ -19,7 +19,7 @@ use crate::error::LogError;
 use crate::file_io::{fd_is_cached, is_cached, read_cached, read_exact, read_in};
 use crate::page_cache::FileMark;
 use crate::segment::LogSegment;
-use crate::tail_cache::TailSpan;
+use crate::tail_cache::{FileSpot, TailSpan};
 
 /// Header bytes read per I/O while looking for a batch in a segment.
 const MIN_SCAN_READ_BYTES: u64 = 16 * 1024;
@@ -439,13 +439,21 @@ const MIN_TAIL_REGION_BYTES: usize = 64 * 1024;
 /// written.
 fn tail_region(st: &LogState, span: &TailSpan) -> Option<FileRegion> {
     let spot = st.tail_cache.file_range(span)?;
+    appended_region(st, spot, span.len())
+}
+
+/// `len` bytes appended by this process at `spot` as a region to send, when the segment is
+/// still there, its send descriptor is at hand and the page cache holds every page.
+fn appended_region(st: &LogState, spot: FileSpot, len: usize) -> Option<FileRegion> {
     let segment = st.segments.get(&spot.segment_base)?;
+    // Below the readable end, so written: inside the segment's readable part.
+    debug_assert!(spot.position + len as u64 <= readable_size(st, segment));
     let fd = segment.send_fd_now()?;
-    if !fd_is_cached(fd.as_raw_fd(), spot.position, span.len()) {
+    if !fd_is_cached(fd.as_raw_fd(), spot.position, len) {
         return None;
     }
     let mark = segment.existing_page_cache_mark();
-    Some(sent_region(fd, mark, spot.position, span.len()))
+    Some(sent_region(fd, mark, spot.position, len))
 }
 
 /// A read behind the tail cache's bytes as a region, found from the places of recent appends
@@ -460,15 +468,7 @@ fn recent_region(st: &LogState, start: i64, limit: i64, read: ReadShape) -> Opti
     let (spot, len) = st
         .tail_cache
         .recent_run(start, limit, read.max_bytes, read.min_one)?;
-    let segment = st.segments.get(&spot.segment_base)?;
-    // Below the readable end, so written: inside the segment's readable part.
-    debug_assert!(spot.position + len as u64 <= readable_size(st, segment));
-    let fd = segment.send_fd_now()?;
-    if !fd_is_cached(fd.as_raw_fd(), spot.position, len) {
-        return None;
-    }
-    let mark = segment.existing_page_cache_mark();
-    Some(sent_region(fd, mark, spot.position, len))
+    appended_region(st, spot, len)
 }
 
 /// `[position, position + len)` of a segment's send descriptor `fd` as a region to send:

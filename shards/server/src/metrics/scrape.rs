@@ -471,13 +471,15 @@ fn encode_page_cache(out: &mut Exposition, stats: &[Option<ShardStats>]) {
             |w| w.gate_waits,
         ),
     ];
+    let answered: Vec<(String, &WindowStats)> = stats
+        .iter()
+        .enumerate()
+        .filter_map(|(shard, s)| Some((shard.to_string(), &s.as_ref()?.page_cache)))
+        .collect();
     for (name, kind, help, value) in families {
         out.family(name, kind, help);
-        for (shard, s) in stats.iter().enumerate() {
-            if let Some(s) = s {
-                let shard = shard.to_string();
-                out.sample(name, &[("shard", &shard)], value(&s.page_cache) as f64);
-            }
+        for (shard, window) in &answered {
+            out.sample(name, &[("shard", shard)], value(window) as f64);
         }
     }
 }
