@@ -74,7 +74,6 @@ pub fn encode(registry: &Registry, stats: &[Option<ShardStats>]) -> String {
     encode_topics(&mut out, stats);
     encode_requests(&mut out, registry);
     encode_shards(&mut out, registry, stats);
-    encode_page_cache(&mut out, stats);
     encode_partitions(&mut out, stats);
     encode_groups(&mut out, stats);
     encode_process(&mut out, registry);
@@ -397,12 +396,14 @@ fn encode_shards(out: &mut Exposition, registry: &Registry, stats: &[Option<Shar
         "How long the previous scrape took.",
         registry.last_scrape_us.load(Ordering::Relaxed) as f64 / 1e6,
     );
+    encode_page_cache(out, &answered);
 }
 
 /// Each shard's page-cache window and file worker (ARCHITECTURE.md, "A page-cache window per
 /// shard" and the rows after it): Sluice's own; Kafka leaves the page cache to the kernel. The
 /// gate's waits and the jobs run on the shard say the disk is behind the appends.
-fn encode_page_cache(out: &mut Exposition, stats: &[Option<ShardStats>]) {
+/// `answered`: the shards that answered this scrape, by label.
+fn encode_page_cache(out: &mut Exposition, answered: &[(&str, &ShardStats)]) {
     let families: [KindedFamily<WindowStats, u64>; 11] = [
         (
             "sluice_page_cache_window_held_bytes",
@@ -471,15 +472,10 @@ fn encode_page_cache(out: &mut Exposition, stats: &[Option<ShardStats>]) {
             |w| w.gate_waits,
         ),
     ];
-    let answered: Vec<(String, &WindowStats)> = stats
-        .iter()
-        .enumerate()
-        .filter_map(|(shard, s)| Some((shard.to_string(), &s.as_ref()?.page_cache)))
-        .collect();
     for (name, kind, help, value) in families {
         out.family(name, kind, help);
-        for (shard, window) in &answered {
-            out.sample(name, &[("shard", shard)], value(window) as f64);
+        for (shard, s) in answered {
+            out.sample(name, &[("shard", shard)], value(&s.page_cache) as f64);
         }
     }
 }
