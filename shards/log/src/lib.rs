@@ -49,5 +49,8 @@ pub use log::{
     CLEANER_OFFSET_CHECKPOINT_FILE, DELETE_DIR_SUFFIX,
 };
 
+#[cfg(any(test, feature = "test-support"))]
+#[allow(unsafe_code)]
+pub mod test_dirs;
 #[cfg(test)]
 mod tests;

@@ -29,9 +29,7 @@ where
 
 /// A fresh, empty directory for one test.
 fn test_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir()
-        .join(format!("sluice-log-tests-{}", std::process::id()))
-        .join(format!("{name}-0"));
+    let dir = crate::test_dirs::root().join(format!("{name}-0"));
     let _ = std::fs::remove_dir_all(&dir);
     dir
 }
@@ -738,9 +736,7 @@ fn throughput() {
 }
 
 fn test_dir_keep(name: &str) -> PathBuf {
-    std::env::temp_dir()
-        .join(format!("sluice-log-tests-{}", std::process::id()))
-        .join(format!("{name}-0"))
+    crate::test_dirs::root().join(format!("{name}-0"))
 }
 
 /// A fetch long poll on an idle partition times out again and again: each wait must end with

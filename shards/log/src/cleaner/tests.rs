@@ -56,8 +56,8 @@ where
 }
 
 fn test_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir()
-        .join(format!("sluice-cleaner-tests-{}", std::process::id()))
+    let dir = crate::test_dirs::root()
+        .join("cleaner")
         .join(format!("{name}-0"));
     let _ = std::fs::remove_dir_all(&dir);
     dir

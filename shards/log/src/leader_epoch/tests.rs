@@ -258,9 +258,7 @@ where
 }
 
 fn test_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir()
-        .join(format!("sluice-leader-epoch-tests-{}", std::process::id()))
-        .join(name);
+    let dir = crate::test_dirs::root().join("leader-epoch").join(name);
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).expect("create test dir");
     dir

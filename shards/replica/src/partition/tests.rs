@@ -32,9 +32,7 @@ where
 }
 
 fn test_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir()
-        .join(format!("sluice-replica-tests-{}", std::process::id()))
-        .join(format!("{name}-0"));
+    let dir = sluice_log::test_dirs::root().join(format!("{name}-0"));
     let _ = std::fs::remove_dir_all(&dir);
     dir
 }
