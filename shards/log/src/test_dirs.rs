@@ -1,9 +1,8 @@
 //! Where a crate's unit tests keep their files: one directory per test process under the
 //! system's temporary directory, removed when the process exits, so that repeated runs leave
 //! nothing behind (the tests that delete their logs still left the directories above them, and a
-//! few tests keep theirs to the end). Built for this crate's tests and, with
-//! the `test-support` feature, for other crates' (`sluice-replica`'s dev-dependency); never in
-//! the broker.
+//! few tests keep theirs to the end). Built for this crate's tests and, with the `test-support`
+//! feature, for other crates' (`sluice-replica`'s dev-dependency); never in the broker.
 
 use std::path::PathBuf;
 use std::sync::Once;
