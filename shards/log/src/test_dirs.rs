@@ -20,16 +20,17 @@ pub fn root() -> PathBuf {
             "atexit refused the test directories' removal"
         );
     });
-    root_path()
+    root_of(std::process::id())
 }
 
-fn root_path() -> PathBuf {
-    std::env::temp_dir().join(format!("sluice-unit-tests-{}", std::process::id()))
+/// The directory of the test process `pid`.
+fn root_of(pid: u32) -> PathBuf {
+    std::env::temp_dir().join(format!("sluice-unit-tests-{pid}"))
 }
 
 extern "C" fn remove_root() {
     // Nothing to report to at exit; a failure leaves the directory, as before.
-    let _ = std::fs::remove_dir_all(root_path());
+    let _ = std::fs::remove_dir_all(root_of(std::process::id()));
 }
 
 #[cfg(test)]
@@ -60,7 +61,7 @@ mod tests {
             .stdout(Stdio::piped())
             .spawn()
             .expect("start the test binary");
-        let root = std::env::temp_dir().join(format!("sluice-unit-tests-{}", child.id()));
+        let root = super::root_of(child.id());
         let output = child.wait_with_output().expect("wait for the test binary");
         assert!(output.status.success(), "{output:?}");
         let stdout = String::from_utf8_lossy(&output.stdout);

@@ -29,7 +29,7 @@ where
 
 /// A fresh, empty directory for one test.
 fn test_dir(name: &str) -> PathBuf {
-    let dir = crate::test_dirs::root().join(format!("{name}-0"));
+    let dir = test_dir_keep(name);
     let _ = std::fs::remove_dir_all(&dir);
     dir
 }
